@@ -1,0 +1,176 @@
+package dev.hadronio.internal;
+
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.lang.reflect.Field;
+import java.nio.Buffer;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * Native addresses of direct buffers, per-thread temporary direct buffers for heap data (as the
+ * JDK does), and the per-thread I/O vector of scattering and gathering calls.
+ */
+public final class Buffers {
+    private static final MethodHandle GET_LONG;
+    private static final long ADDRESS_OFFSET;
+
+    static {
+        MethodHandle getLong = null;
+        long offset = -1;
+        try {
+            Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+            Field field = unsafeClass.getDeclaredField("theUnsafe");
+            field.setAccessible(true);
+            Object unsafe = field.get(null);
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset", MethodType.methodType(long.class, Field.class));
+            offset = (long) fieldOffset.invoke(unsafe, Buffer.class.getDeclaredField("address"));
+            getLong = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, Object.class, long.class))
+                .bindTo(unsafe);
+        } catch (Throwable e) {
+            getLong = null;
+        }
+        GET_LONG = getLong;
+        ADDRESS_OFFSET = offset;
+    }
+
+    private static final ThreadLocal<ByteBuffer> TEMPORARY = new ThreadLocal<>();
+    private static final ThreadLocal<IoVector> VECTORS = ThreadLocal.withInitial(IoVector::new);
+
+    private Buffers() {
+    }
+
+    /** The native address of a direct buffer's first byte (not of its position). */
+    public static long address(ByteBuffer direct) {
+        if (GET_LONG != null) {
+            try {
+                return (long) GET_LONG.invokeExact((Object) direct, ADDRESS_OFFSET);
+            } catch (Throwable e) {
+                throw new IllegalStateException("cannot read a direct buffer's address", e);
+            }
+        }
+        return Native.bufferAddress(direct);
+    }
+
+    /**
+     * A direct buffer of this thread with at least {@code min(length, TEMPORARY_BUFFER_LIMIT)}
+     * bytes, position 0. Valid until the thread's next call.
+     */
+    public static ByteBuffer temporary(int length) {
+        int wanted = Math.min(length, Config.TEMPORARY_BUFFER_LIMIT);
+        ByteBuffer buffer = TEMPORARY.get();
+        if (buffer == null || buffer.capacity() < wanted) {
+            int capacity = Math.max(wanted, 16 * 1024);
+            capacity = Math.min(Integer.highestOneBit(capacity - 1) << 1, Config.TEMPORARY_BUFFER_LIMIT);
+            buffer = ByteBuffer.allocateDirect(Math.max(capacity, wanted));
+            TEMPORARY.set(buffer);
+        }
+        buffer.clear();
+        return buffer;
+    }
+
+    public static IoVector vector() {
+        return VECTORS.get();
+    }
+
+    /**
+     * A list of up to {@link #MAX} {@code (address, length)} pairs in native memory, plus where
+     * each pair came from so that results can be applied to the buffers afterwards.
+     */
+    public static final class IoVector {
+        public static final int MAX = 1024;
+        private final ByteBuffer pairs = ByteBuffer.allocateDirect(MAX * 16).order(ByteOrder.nativeOrder());
+        private final long pairsAddress = Buffers.address(pairs);
+        private final int[] bufferIndex = new int[MAX];
+        private final int[] length = new int[MAX];
+        private final int[] temporaryOffset = new int[MAX];
+        private int count;
+        private int temporaryUsed;
+        private ByteBuffer temporary;
+
+        public void reset() {
+            count = 0;
+            temporaryUsed = 0;
+            temporary = null;
+        }
+
+        public int count() {
+            return count;
+        }
+
+        public long address() {
+            return pairsAddress;
+        }
+
+        public boolean full() {
+            return count == MAX;
+        }
+
+        /**
+         * Adds the remaining bytes of {@code buffer} (index {@code index} of the caller's
+         * array); heap buffers go through this thread's temporary buffer. Returns false when no
+         * more room is left.
+         */
+        public boolean add(ByteBuffer buffer, int index, boolean copyIn) {
+            int remaining = buffer.remaining();
+            if (remaining == 0 || count == MAX) {
+                return count < MAX;
+            }
+            if (buffer.isDirect()) {
+                put(Buffers.address(buffer) + buffer.position(), remaining, index, -1);
+                return true;
+            }
+            if (temporaryUsed >= Config.TEMPORARY_BUFFER_LIMIT) {
+                return false;
+            }
+            if (temporary == null) {
+                temporary = Buffers.temporary(Config.TEMPORARY_BUFFER_LIMIT);
+            }
+            int take = Math.min(remaining, temporary.capacity() - temporaryUsed);
+            if (take == 0) {
+                return false;
+            }
+            if (copyIn) {
+                ByteBuffer slice = buffer.duplicate();
+                slice.limit(slice.position() + take);
+                temporary.position(temporaryUsed);
+                temporary.put(slice);
+            }
+            put(Buffers.address(temporary) + temporaryUsed, take, index, temporaryUsed);
+            temporaryUsed += take;
+            return true;
+        }
+
+        private void put(long address, int bytes, int index, int offset) {
+            pairs.putLong(count * 16, address);
+            pairs.putLong(count * 16 + 8, bytes);
+            bufferIndex[count] = index;
+            length[count] = bytes;
+            temporaryOffset[count] = offset;
+            count++;
+        }
+
+        /**
+         * Moves the positions of the buffers by the {@code done} bytes that were transferred,
+         * in order; for reads ({@code copyOut}) heap buffers receive their bytes from the
+         * temporary buffer.
+         */
+        public void complete(ByteBuffer[] buffers, long done, boolean copyOut) {
+            long left = done;
+            for (int i = 0; i < count && left > 0; i++) {
+                ByteBuffer buffer = buffers[bufferIndex[i]];
+                int bytes = (int) Math.min(left, length[i]);
+                if (temporaryOffset[i] >= 0 && copyOut) {
+                    ByteBuffer source = temporary.duplicate();
+                    source.limit(temporaryOffset[i] + bytes).position(temporaryOffset[i]);
+                    buffer.put(source);
+                } else {
+                    buffer.position(buffer.position() + bytes);
+                }
+                left -= bytes;
+            }
+        }
+    }
+}

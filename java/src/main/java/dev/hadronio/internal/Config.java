@@ -1,0 +1,114 @@
+package dev.hadronio.internal;
+
+import java.util.Locale;
+
+/**
+ * hadroNIO's configuration, read once from system properties and validated: a bad value stops the
+ * provider with an error naming the property, the value and the allowed range.
+ *
+ * <table>
+ * <caption>Properties</caption>
+ * <tr><th>property</th><th>default</th><th>meaning</th></tr>
+ * <tr><td>hadronio.slots</td><td>8</td><td>receive slots per connection (credits granted)</td></tr>
+ * <tr><td>hadronio.slotLength</td><td>16384</td><td>bytes per receive slot (largest message)</td></tr>
+ * <tr><td>hadronio.sendBufferLength</td><td>262144</td><td>bytes a connection may stage</td></tr>
+ * <tr><td>hadronio.spinMicros</td><td>50</td><td>longest busy-poll before sleeping</td></tr>
+ * <tr><td>hadronio.lingerMillis</td><td>30000</td><td>how long close keeps delivering data</td></tr>
+ * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
+ * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
+ * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
+ * </table>
+ */
+public final class Config {
+    public static final String SLOTS = "hadronio.slots";
+    public static final String SLOT_LENGTH = "hadronio.slotLength";
+    public static final String SEND_BUFFER_LENGTH = "hadronio.sendBufferLength";
+    public static final String SPIN_MICROS = "hadronio.spinMicros";
+    public static final String LINGER_MILLIS = "hadronio.lingerMillis";
+    public static final String TRANSPORT = "hadronio.transport";
+    public static final String UCX_LIBRARY = "hadronio.ucx.library";
+    public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
+
+    /** Maximum length of a read or write buffer staged through temporary direct memory. */
+    public static final int TEMPORARY_BUFFER_LIMIT = 1 << 20;
+
+    final int slots;
+    final int slotLength;
+    final int sendBufferLength;
+    final long spinNanos;
+    final long lingerMillis;
+    final boolean ucx;
+    final boolean ipv6;
+    final boolean systemUcx;
+    final String nativeDirectory;
+
+    private Config() {
+        slots = (int) integer(SLOTS, 8, 2, 4096);
+        slotLength = (int) integer(SLOT_LENGTH, 16384, 256, 16 << 20);
+        sendBufferLength = (int) integer(SEND_BUFFER_LENGTH, 262144, 0, 1 << 30);
+        spinNanos = integer(SPIN_MICROS, 50, 0, 10_000) * 1000;
+        lingerMillis = integer(LINGER_MILLIS, 30_000, 0, 3_600_000);
+        ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
+        String library = System.getenv("HADRONIO_UCX");
+        systemUcx = choice(UCX_LIBRARY, library == null ? "bundled" : library.toLowerCase(Locale.ROOT), "bundled", "system")
+            .equals("system");
+        ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
+        String directory = System.getProperty(NATIVE_DIRECTORY);
+        nativeDirectory = directory == null || directory.isEmpty() ? null : directory;
+    }
+
+    private static final class Holder {
+        static final Config INSTANCE = new Config();
+    }
+
+    /** The configuration; the first call reads and validates the properties. */
+    public static Config get() {
+        return Holder.INSTANCE;
+    }
+
+    public boolean systemUcx() {
+        return systemUcx;
+    }
+
+    public String nativeDirectory() {
+        return nativeDirectory;
+    }
+
+    /** The values handed to the native side. KEEP IN SYNC: native/src/config.rs (SETTING_NAMES). */
+    long[] values() {
+        return new long[] {slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0};
+    }
+
+    static long integer(String property, long fallback, long min, long max) {
+        String text = System.getProperty(property);
+        if (text == null || text.trim().isEmpty()) {
+            return fallback;
+        }
+        long value;
+        try {
+            value = Long.parseLong(text.trim());
+        } catch (NumberFormatException e) {
+            throw invalid(property, text, "an integer in " + min + ".." + max);
+        }
+        if (value < min || value > max) {
+            throw invalid(property, text, "an integer in " + min + ".." + max);
+        }
+        return value;
+    }
+
+    static String choice(String property, String fallback, String... allowed) {
+        String text = System.getProperty(property);
+        String value = text == null || text.trim().isEmpty() ? fallback : text.trim().toLowerCase(Locale.ROOT);
+        for (String candidate : allowed) {
+            if (candidate.equals(value)) {
+                return value;
+            }
+        }
+        throw invalid(property, text == null ? fallback : text, "one of " + String.join(", ", allowed));
+    }
+
+    private static IllegalArgumentException invalid(String property, String value, String expected) {
+        return new IllegalArgumentException(
+            "invalid hadroNIO setting " + property + "='" + value + "': expected " + expected);
+    }
+}

@@ -1,0 +1,176 @@
+package dev.hadronio.internal;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.System.Logger;
+import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * Loads {@code libhadronio.so} and, unless the system's UCX is requested, the UCX libraries and
+ * transport modules the jar was built with. They are extracted once per content (a hash names the
+ * directory) to a private directory under {@code java.io.tmpdir} and loaded from there in
+ * dependency order, so nothing has to be on {@code LD_LIBRARY_PATH}.
+ */
+public final class NativeLoader {
+    private static final Logger LOG = System.getLogger("dev.hadronio");
+    private static final String RESOURCES = "/dev/hadronio/native/linux-x86_64/";
+    private static final String[] UCX_LIBRARIES = {"libucm.so.0", "libucs.so.0", "libuct.so.0", "libucp.so.0"};
+
+    private static volatile boolean loaded;
+
+    private NativeLoader() {
+    }
+
+    /** Loads and initialises the native library once; throws with a clear message if it cannot. */
+    public static void load() {
+        if (loaded) {
+            return;
+        }
+        synchronized (NativeLoader.class) {
+            if (loaded) {
+                return;
+            }
+            Config config = Config.get();
+            checkPlatform();
+            Path directory = config.nativeDirectory() != null ? Paths.get(config.nativeDirectory()) : extract(config.systemUcx());
+            loadFrom(directory, config.systemUcx());
+            try {
+                Native.init(config.values());
+            } catch (IllegalStateException e) {
+                throw new UnsatisfiedLinkError("hadroNIO cannot use the loaded UCX: " + e.getMessage());
+            }
+            LOG.log(Level.DEBUG, () -> "loaded " + Native.version() + " from " + directory);
+            loaded = true;
+        }
+    }
+
+    private static void checkPlatform() {
+        String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+        String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+        if (!os.contains("linux") || !(arch.equals("amd64") || arch.equals("x86_64"))) {
+            throw new UnsatisfiedLinkError("hadroNIO supports linux-x86_64 only; this JVM runs on " + os + "-" + arch);
+        }
+    }
+
+    private static void loadFrom(Path directory, boolean systemUcx) {
+        List<String> order = new ArrayList<>();
+        if (!systemUcx) {
+            for (String library : UCX_LIBRARIES) {
+                order.add(library);
+            }
+        }
+        order.add("libhadronio.so");
+        for (String library : order) {
+            Path path = directory.resolve(library);
+            if (!Files.isRegularFile(path)) {
+                throw new UnsatisfiedLinkError("hadroNIO native library missing: " + path
+                    + (systemUcx ? "" : " (rebuild the jar, or set " + Config.UCX_LIBRARY + "=system to use an installed UCX)"));
+            }
+            try {
+                System.load(path.toAbsolutePath().toString());
+            } catch (UnsatisfiedLinkError e) {
+                String hint = systemUcx
+                    ? "; with " + Config.UCX_LIBRARY + "=system, UCX >= 1.12 (libucp.so.0) must be installed and on the"
+                        + " library path (LD_LIBRARY_PATH or ldconfig)"
+                    : "";
+                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + ": " + e.getMessage() + hint);
+                error.initCause(e);
+                throw error;
+            }
+        }
+    }
+
+    /** Extracts the native files listed in the jar's index to a directory named by their hash. */
+    private static Path extract(boolean systemUcx) {
+        String index = resourceText(RESOURCES + "index.txt");
+        List<String> files = new ArrayList<>();
+        String hash = null;
+        for (String line : index.split("\n")) {
+            line = line.trim();
+            if (line.startsWith("hash ")) {
+                hash = line.substring(5).trim();
+            } else if (!line.isEmpty() && !line.startsWith("#")) {
+                if (systemUcx && !line.equals("libhadronio.so")) {
+                    continue;
+                }
+                files.add(line);
+            }
+        }
+        if (hash == null || files.isEmpty()) {
+            throw new UnsatisfiedLinkError("the hadroNIO jar's native index is malformed");
+        }
+        String user = System.getProperty("user.name", "user").replaceAll("[^A-Za-z0-9_.-]", "_");
+        Path base = Paths.get(System.getProperty("java.io.tmpdir"), "hadronio-" + user);
+        Path target = base.resolve(hash + (systemUcx ? "-system" : ""));
+        if (Files.isRegularFile(target.resolve(".complete"))) {
+            return target;
+        }
+        try {
+            Files.createDirectories(base);
+            try {
+                Files.setPosixFilePermissions(base, PosixFilePermissions.fromString("rwx------"));
+            } catch (IOException | UnsupportedOperationException ignored) {
+                // not the owner (shared tmp directory of another user): the hash directory below is ours
+            }
+            Path staging = Files.createTempDirectory(base, hash + ".tmp");
+            for (String file : files) {
+                Path destination = staging.resolve(file);
+                Files.createDirectories(destination.getParent());
+                try (InputStream in = NativeLoader.class.getResourceAsStream(RESOURCES + file)) {
+                    if (in == null) {
+                        throw new UnsatisfiedLinkError("the hadroNIO jar lacks its native file " + file);
+                    }
+                    Files.copy(in, destination, StandardCopyOption.REPLACE_EXISTING);
+                }
+            }
+            Files.write(staging.resolve(".complete"), hash.getBytes(StandardCharsets.UTF_8));
+            try {
+                Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
+            } catch (FileAlreadyExistsException | DirectoryNotEmptyException | AtomicMoveNotSupportedException e) {
+                // another JVM extracted the same files first: use theirs
+                deleteTree(staging);
+                if (!Files.isRegularFile(target.resolve(".complete"))) {
+                    throw e;
+                }
+            }
+            return target;
+        } catch (IOException e) {
+            UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot extract hadroNIO's native libraries to "
+                + target + ": " + e + " (set java.io.tmpdir to a writable directory)");
+            error.initCause(e);
+            throw error;
+        }
+    }
+
+    private static String resourceText(String name) {
+        try (InputStream in = NativeLoader.class.getResourceAsStream(name)) {
+            if (in == null) {
+                throw new UnsatisfiedLinkError("the hadroNIO jar has no native libraries (" + name + " is missing): "
+                    + "build it with 'gradle jar', or set " + Config.NATIVE_DIRECTORY + " to a directory holding libhadronio.so");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UnsatisfiedLinkError("cannot read " + name + ": " + e);
+        }
+    }
+
+    private static void deleteTree(Path root) {
+        try (java.util.stream.Stream<Path> paths = Files.walk(root)) {
+            paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException ignored) {
+            // best effort: a leftover staging directory is harmless
+        }
+    }
+}

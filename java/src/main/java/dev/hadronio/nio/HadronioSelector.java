@@ -1,0 +1,305 @@
+package dev.hadronio.nio;
+
+import dev.hadronio.internal.Buffers;
+import dev.hadronio.internal.Native;
+import dev.hadronio.internal.Status;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ClosedSelectorException;
+import java.nio.channels.IllegalSelectorException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.spi.AbstractSelectableChannel;
+import java.nio.channels.spi.AbstractSelector;
+import java.nio.channels.spi.SelectorProvider;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.function.Consumer;
+
+/**
+ * A selector of hadroNIO channels. Each selector owns a UCX worker and one epoll set; channels
+ * registered with it move their connection onto that worker (if it has none yet). A select looks
+ * only at channels that may have become ready and at those ready last time, so its cost grows
+ * with the number of ready channels, not registered ones. Waiting spins briefly and then sleeps
+ * in epoll, so an idle selector uses no CPU. Semantics are the JDK's: level-triggered readiness,
+ * {@link #wakeup()} before or during a select, cancelled keys removed at the next select, and a
+ * blocking {@link #select()} that returns only with ready keys or after a wakeup.
+ */
+public final class HadronioSelector extends AbstractSelector {
+    private final NativeHandle handle;
+    private final Object wakeupLock = new Object();
+    private final Object registrationLock = new Object();
+    private volatile AtomicReferenceArray<HadronioSelectionKey> byIndex = new AtomicReferenceArray<>(64);
+    private int[] freeIndexes = new int[64];
+    private int freeCount;
+    private int nextIndex;
+    private final Set<SelectionKey> keys = ConcurrentHashMap.newKeySet();
+    private final Set<SelectionKey> publicKeys = Collections.unmodifiableSet(keys);
+    private final Set<SelectionKey> selectedKeys = new HashSet<>();
+    private final Set<SelectionKey> publicSelectedKeys = new UngrowableSet<>(selectedKeys);
+    private ByteBuffer ready;
+    private long readyAddress;
+    private int readyCapacity;
+
+    public HadronioSelector(SelectorProvider provider) {
+        super(provider);
+        this.handle = NativeHandle.selector(this, Native.selectorOpen());
+        allocateReady(64);
+    }
+
+    private void allocateReady(int pairs) {
+        ready = ByteBuffer.allocateDirect(pairs * 8).order(ByteOrder.nativeOrder());
+        readyAddress = Buffers.address(ready);
+        readyCapacity = pairs;
+    }
+
+    private void ensureOpen() {
+        if (!isOpen()) {
+            throw new ClosedSelectorException();
+        }
+    }
+
+    @Override
+    public Set<SelectionKey> keys() {
+        ensureOpen();
+        return publicKeys;
+    }
+
+    @Override
+    public Set<SelectionKey> selectedKeys() {
+        ensureOpen();
+        return publicSelectedKeys;
+    }
+
+    // --- registration -------------------------------------------------------------------------
+
+    @Override
+    protected SelectionKey register(AbstractSelectableChannel channel, int ops, Object attachment) {
+        boolean listener;
+        if (channel instanceof HadronioSocketChannel) {
+            listener = false;
+        } else if (channel instanceof HadronioServerSocketChannel) {
+            listener = true;
+        } else {
+            throw new IllegalSelectorException();
+        }
+        ensureOpen();
+        HadronioSelectionKey key;
+        synchronized (registrationLock) {
+            int index = freeCount > 0 ? freeIndexes[--freeCount] : nextIndex++;
+            AtomicReferenceArray<HadronioSelectionKey> table = byIndex;
+            if (index >= table.length()) {
+                AtomicReferenceArray<HadronioSelectionKey> grown = new AtomicReferenceArray<>(table.length() * 2);
+                for (int i = 0; i < table.length(); i++) {
+                    grown.set(i, table.get(i));
+                }
+                byIndex = grown;
+                table = grown;
+            }
+            key = new HadronioSelectionKey(channel, this, index);
+            table.set(index, key);
+        }
+        key.attach(attachment);
+        try {
+            synchronized (wakeupLock) {
+                ensureOpen();
+                long selectorHandle = handle.get();
+                if (listener) {
+                    HadronioServerSocketChannel server = (HadronioServerSocketChannel) channel;
+                    synchronized (server.stateLock()) {
+                        key.attachNative(Native.keyRegister(selectorHandle, server.nativeHandle(), true, key.index, ops), ops);
+                    }
+                } else {
+                    HadronioSocketChannel socket = (HadronioSocketChannel) channel;
+                    synchronized (socket.stateLock()) {
+                        key.attachNative(Native.keyRegister(selectorHandle, socket.nativeHandle(), false, key.index, ops), ops);
+                    }
+                }
+            }
+        } catch (ClosedChannelException e) {
+            // Closed while registering: the key is born cancelled and goes at the next select.
+            key.attachNative(0, ops);
+            keys.add(key);
+            key.cancel();
+            return key;
+        }
+        keys.add(key);
+        return key;
+    }
+
+    private void releaseIndex(int index) {
+        synchronized (registrationLock) {
+            byIndex.set(index, null);
+            if (freeCount == freeIndexes.length) {
+                int[] grown = new int[freeIndexes.length * 2];
+                System.arraycopy(freeIndexes, 0, grown, 0, freeCount);
+                freeIndexes = grown;
+            }
+            freeIndexes[freeCount++] = index;
+        }
+    }
+
+    /** Drops keys cancelled since the last select. Call while holding the selector's lock. */
+    private void processDeregisterQueue() {
+        Set<SelectionKey> cancelled = cancelledKeys();
+        synchronized (cancelled) {
+            if (cancelled.isEmpty()) {
+                return;
+            }
+            Iterator<SelectionKey> iterator = cancelled.iterator();
+            while (iterator.hasNext()) {
+                HadronioSelectionKey key = (HadronioSelectionKey) iterator.next();
+                iterator.remove();
+                synchronized (wakeupLock) {
+                    long selectorHandle = handle.get();
+                    if (selectorHandle != 0) {
+                        key.detachNative(selectorHandle);
+                    }
+                }
+                keys.remove(key);
+                selectedKeys.remove(key);
+                deregister(key);
+                releaseIndex(key.index);
+            }
+        }
+    }
+
+    // --- selection ----------------------------------------------------------------------------
+
+    @Override
+    public int selectNow() throws IOException {
+        return doSelect(null, 0);
+    }
+
+    @Override
+    public int select(long timeout) throws IOException {
+        if (timeout < 0) {
+            throw new IllegalArgumentException("Negative timeout");
+        }
+        return doSelect(null, timeout == 0 ? -1 : timeout);
+    }
+
+    @Override
+    public int select() throws IOException {
+        return doSelect(null, -1);
+    }
+
+    @Override
+    public int select(Consumer<SelectionKey> action, long timeout) throws IOException {
+        if (timeout < 0) {
+            throw new IllegalArgumentException("Negative timeout");
+        }
+        return doSelect(Objects.requireNonNull(action), timeout == 0 ? -1 : timeout);
+    }
+
+    @Override
+    public int select(Consumer<SelectionKey> action) throws IOException {
+        return select(action, 0);
+    }
+
+    @Override
+    public int selectNow(Consumer<SelectionKey> action) throws IOException {
+        return doSelect(Objects.requireNonNull(action), 0);
+    }
+
+    /** {@code timeout}: -1 blocks until ready or woken, 0 does not block, > 0 milliseconds. */
+    private int doSelect(Consumer<SelectionKey> action, long timeout) throws IOException {
+        synchronized (this) {
+            ensureOpen();
+            processDeregisterQueue();
+            int registered = keys.size();
+            if (registered > readyCapacity) {
+                allocateReady(Math.max(registered, readyCapacity * 2));
+            }
+            boolean blocking = timeout != 0;
+            int n;
+            if (blocking) {
+                begin();
+            }
+            try {
+                n = Native.selectorSelect(handle.get(), timeout, readyAddress, readyCapacity);
+            } finally {
+                if (blocking) {
+                    end();
+                }
+            }
+            if (n < 0) {
+                throw Status.exception(n);
+            }
+            processDeregisterQueue();
+            return processReady(n, action);
+        }
+    }
+
+    private int processReady(int n, Consumer<SelectionKey> action) {
+        AtomicReferenceArray<HadronioSelectionKey> table = byIndex;
+        int updated = 0;
+        for (int i = 0; i < n; i++) {
+            int index = ready.getInt(i * 8);
+            int ops = ready.getInt(i * 8 + 4);
+            if (index < 0 || index >= table.length()) {
+                continue;
+            }
+            HadronioSelectionKey key = table.get(index);
+            if (key == null || !key.isValid()) {
+                continue;
+            }
+            ops &= key.interest();
+            if (ops == 0) {
+                continue;
+            }
+            if (action != null) {
+                key.readyOps = ops;
+                action.accept(key);
+                ensureOpen();
+                updated++;
+            } else if (selectedKeys.contains(key)) {
+                int before = key.readyOps;
+                if ((before | ops) != before) {
+                    key.readyOps = before | ops;
+                    updated++;
+                }
+            } else {
+                key.readyOps = ops;
+                selectedKeys.add(key);
+                updated++;
+            }
+        }
+        return updated;
+    }
+
+    @Override
+    public Selector wakeup() {
+        synchronized (wakeupLock) {
+            long h = handle.get();
+            if (h != 0) {
+                int status = Native.selectorWakeup(h);
+                if (status < 0) {
+                    Native.lastError();
+                }
+            }
+        }
+        return this;
+    }
+
+    @Override
+    protected void implCloseSelector() throws IOException {
+        wakeup();
+        synchronized (this) {
+            for (SelectionKey key : keys) {
+                key.cancel();
+            }
+            processDeregisterQueue();
+            synchronized (wakeupLock) {
+                handle.release();
+            }
+        }
+    }
+}

@@ -1,0 +1,771 @@
+package dev.hadronio.nio;
+
+import dev.hadronio.internal.Addresses;
+import dev.hadronio.internal.Buffers;
+import dev.hadronio.internal.Native;
+import dev.hadronio.internal.Status;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.SocketOption;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.AlreadyBoundException;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.IllegalBlockingModeException;
+import java.nio.channels.NoConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.spi.SelectorProvider;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A socket channel of hadroNIO. It behaves like the JDK's: blocking and non-blocking mode,
+ * partial writes in non-blocking mode only, reads that return what is available, half-close,
+ * the JDK's exceptions for misuse and asynchronous close. Differences: socket options apply to
+ * the TCP control connection (buffer sizes, {@code TCP_NODELAY} and {@code IP_TOS} do not change
+ * the UCX path); the channel's data moves over UCX once both ends have upgraded, see
+ * {@link #transportDescription()}.
+ */
+public final class HadronioSocketChannel extends SocketChannel {
+    private static final int UNCONNECTED = 0;
+    private static final int PENDING = 1;
+    private static final int CONNECTED = 2;
+    private static final int CLOSING = 3;
+    private static final int CLOSED = 4;
+
+    private final ReentrantLock readLock = new ReentrantLock();
+    private final ReentrantLock writeLock = new ReentrantLock();
+    private final Object stateLock = new Object();
+    private final NativeHandle handle;
+
+    private volatile int state;
+    private volatile boolean inputClosed;
+    private volatile boolean outputClosed;
+    private InetSocketAddress localAddress;
+    private InetSocketAddress remoteAddress;
+    private volatile int readTimeoutMillis;
+    private SocketAdaptor adaptor;
+
+    public HadronioSocketChannel(SelectorProvider provider) throws IOException {
+        super(provider);
+        this.handle = NativeHandle.connection(this, Native.connOpen());
+        this.state = UNCONNECTED;
+    }
+
+    /** A channel for a connection accepted by a server socket channel. */
+    HadronioSocketChannel(SelectorProvider provider, long accepted) {
+        super(provider);
+        this.handle = NativeHandle.connection(this, accepted);
+        this.state = CONNECTED;
+        this.localAddress = Addresses.decode(Native.connLocalAddress(accepted));
+        this.remoteAddress = Addresses.decode(Native.connRemoteAddress(accepted));
+    }
+
+    /** The native handle for a selector registration; call under {@link #stateLock()}. */
+    long nativeHandle() throws ClosedChannelException {
+        long h = handle.get();
+        if (h == 0 || !isOpen()) {
+            throw new ClosedChannelException();
+        }
+        return h;
+    }
+
+    Object stateLock() {
+        return stateLock;
+    }
+
+    private void ensureOpen() throws ClosedChannelException {
+        if (!isOpen()) {
+            throw new ClosedChannelException();
+        }
+    }
+
+    private void ensureOpenAndConnected() throws ClosedChannelException {
+        int s = state;
+        if (s >= CLOSING || !isOpen()) {
+            throw new ClosedChannelException();
+        }
+        if (s != CONNECTED) {
+            throw new NotYetConnectedException();
+        }
+    }
+
+    // --- reading ------------------------------------------------------------------------------
+
+    @Override
+    public int read(ByteBuffer dst) throws IOException {
+        Objects.requireNonNull(dst);
+        readLock.lock();
+        try {
+            ensureOpenAndConnected();
+            boolean blocking = isBlocking();
+            int n = 0;
+            try {
+                beginBlocking(blocking);
+                if (inputClosed) {
+                    return -1;
+                }
+                n = readInto(dst, blocking, readTimeoutMillis);
+            } finally {
+                endBlocking(blocking, n > 0);
+                if (n <= 0 && inputClosed) {
+                    return -1;
+                }
+            }
+            return n;
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    /** Reads into {@code dst}; -1 at end of stream, 0 if nothing (non-blocking) or closed. */
+    private int readInto(ByteBuffer dst, boolean blocking, int timeoutMillis) throws IOException {
+        if (dst.isReadOnly()) {
+            throw new IllegalArgumentException("Read-only buffer");
+        }
+        int position = dst.position();
+        int remaining = Math.max(dst.limit() - position, 0);
+        if (remaining == 0) {
+            return 0;
+        }
+        long h = handle.get();
+        if (dst.isDirect()) {
+            int n = Native.connRead(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
+            if (n > 0) {
+                dst.position(position + n);
+            }
+            return readResult(n, blocking);
+        }
+        ByteBuffer temporary = Buffers.temporary(remaining);
+        int length = Math.min(remaining, temporary.capacity());
+        int n = Native.connRead(h, Buffers.address(temporary), length, blocking, timeoutMillis);
+        if (n > 0) {
+            temporary.limit(n);
+            dst.put(temporary);
+        }
+        return readResult(n, blocking);
+    }
+
+    private int readResult(long n, boolean blocking) throws IOException {
+        if (n >= 0) {
+            return (int) n;
+        }
+        if (n == Status.EOF) {
+            return -1;
+        }
+        if (n == Status.CLOSED) {
+            Native.lastError();
+            if (!blocking) {
+                throw new ClosedChannelException();
+            }
+            return 0;
+        }
+        throw Status.exception(n);
+    }
+
+    @Override
+    public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
+        Objects.checkFromIndexSize(offset, length, dsts.length);
+        readLock.lock();
+        try {
+            ensureOpenAndConnected();
+            boolean blocking = isBlocking();
+            long n = 0;
+            try {
+                beginBlocking(blocking);
+                if (inputClosed) {
+                    return -1;
+                }
+                Buffers.IoVector vector = Buffers.vector();
+                vector.reset();
+                for (int i = offset; i < offset + length; i++) {
+                    ByteBuffer dst = dsts[i];
+                    if (dst.isReadOnly()) {
+                        throw new IllegalArgumentException("Read-only buffer");
+                    }
+                    if (!vector.add(dst, i, false)) {
+                        break;
+                    }
+                }
+                if (vector.count() == 0) {
+                    return 0;
+                }
+                long r = Native.connReadv(handle.get(), vector.address(), vector.count(), blocking, readTimeoutMillis);
+                if (r > 0) {
+                    vector.complete(dsts, r, true);
+                }
+                n = readResult(r, blocking);
+            } finally {
+                endBlocking(blocking, n > 0);
+                if (n <= 0 && inputClosed) {
+                    return -1;
+                }
+            }
+            return n;
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    // --- writing ------------------------------------------------------------------------------
+
+    @Override
+    public int write(ByteBuffer src) throws IOException {
+        Objects.requireNonNull(src);
+        writeLock.lock();
+        try {
+            ensureOpenAndConnected();
+            boolean blocking = isBlocking();
+            int n = 0;
+            try {
+                beginBlocking(blocking);
+                if (outputClosed) {
+                    throw new ClosedChannelException();
+                }
+                n = writeFrom(src, blocking);
+            } finally {
+                endBlocking(blocking, n > 0);
+                if (n <= 0 && outputClosed) {
+                    throw new AsynchronousCloseException();
+                }
+            }
+            return n;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    private int writeFrom(ByteBuffer src, boolean blocking) throws IOException {
+        int position = src.position();
+        int remaining = Math.max(src.limit() - position, 0);
+        if (remaining == 0) {
+            return 0;
+        }
+        long h = handle.get();
+        if (src.isDirect()) {
+            int n = Native.connWrite(h, Buffers.address(src) + position, remaining, blocking);
+            if (n > 0) {
+                src.position(position + n);
+            }
+            return writeResult(n, blocking);
+        }
+        int written = 0;
+        while (written < remaining) {
+            ByteBuffer temporary = Buffers.temporary(remaining - written);
+            int length = Math.min(remaining - written, temporary.capacity());
+            ByteBuffer slice = src.duplicate();
+            slice.limit(src.position() + length);
+            temporary.put(slice);
+            int n = Native.connWrite(h, Buffers.address(temporary), length, blocking);
+            if (n > 0) {
+                src.position(src.position() + n);
+                written += n;
+            }
+            if (n < 0) {
+                if (written > 0) {
+                    Native.lastError();
+                    return written;
+                }
+                return writeResult(n, blocking);
+            }
+            if (!blocking || n < length) {
+                break;
+            }
+        }
+        return written;
+    }
+
+    private int writeResult(long n, boolean blocking) throws IOException {
+        if (n >= 0) {
+            return (int) n;
+        }
+        if (n == Status.CLOSED || n == Status.OUTPUT_SHUTDOWN) {
+            Native.lastError();
+            if (!blocking && n == Status.CLOSED) {
+                throw new ClosedChannelException();
+            }
+            return 0;
+        }
+        throw Status.exception(n);
+    }
+
+    @Override
+    public long write(ByteBuffer[] srcs, int offset, int length) throws IOException {
+        Objects.checkFromIndexSize(offset, length, srcs.length);
+        writeLock.lock();
+        try {
+            ensureOpenAndConnected();
+            boolean blocking = isBlocking();
+            long n = 0;
+            try {
+                beginBlocking(blocking);
+                if (outputClosed) {
+                    throw new ClosedChannelException();
+                }
+                long total = 0;
+                for (int i = offset; i < offset + length; i++) {
+                    total += srcs[i].remaining();
+                }
+                while (n < total) {
+                    Buffers.IoVector vector = Buffers.vector();
+                    vector.reset();
+                    for (int i = offset; i < offset + length; i++) {
+                        if (!vector.add(srcs[i], i, true)) {
+                            break;
+                        }
+                    }
+                    if (vector.count() == 0) {
+                        break;
+                    }
+                    long r = Native.connWritev(handle.get(), vector.address(), vector.count(), blocking);
+                    if (r > 0) {
+                        vector.complete(srcs, r, false);
+                        n += r;
+                    }
+                    if (r < 0) {
+                        if (n > 0) {
+                            Native.lastError();
+                            break;
+                        }
+                        n = writeResult(r, blocking);
+                        break;
+                    }
+                    if (!blocking) {
+                        break;
+                    }
+                }
+            } finally {
+                endBlocking(blocking, n > 0);
+                if (n <= 0 && outputClosed) {
+                    throw new AsynchronousCloseException();
+                }
+            }
+            return n;
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    // --- blocking bracket ---------------------------------------------------------------------
+
+    private void beginBlocking(boolean blocking) throws ClosedChannelException {
+        if (blocking) {
+            begin();
+            ensureOpen();
+        }
+    }
+
+    private void endBlocking(boolean blocking, boolean completed) throws AsynchronousCloseException {
+        if (blocking) {
+            end(completed);
+        }
+    }
+
+    // --- connecting ---------------------------------------------------------------------------
+
+    @Override
+    public SocketChannel bind(SocketAddress local) throws IOException {
+        readLock.lock();
+        try {
+            writeLock.lock();
+            try {
+                synchronized (stateLock) {
+                    ensureOpen();
+                    if (state == PENDING) {
+                        throw new ConnectionPendingException();
+                    }
+                    if (localAddress != null) {
+                        throw new AlreadyBoundException();
+                    }
+                    InetSocketAddress address = local == null ? Addresses.any(0) : Addresses.check(local);
+                    Native.connBind(handle.get(), Addresses.ip(address), Addresses.scope(address), address.getPort());
+                    localAddress = Addresses.decode(Native.connLocalAddress(handle.get()));
+                }
+            } finally {
+                writeLock.unlock();
+            }
+        } finally {
+            readLock.unlock();
+        }
+        return this;
+    }
+
+    @Override
+    public boolean connect(SocketAddress remote) throws IOException {
+        return connect(remote, 0, false);
+    }
+
+    /** Connects; {@code timeoutMillis > 0} (socket adaptor) bounds a blocking connect. */
+    boolean connect(SocketAddress remote, int timeoutMillis, boolean requireBlocking) throws IOException {
+        InetSocketAddress address = Addresses.remote(Addresses.check(remote));
+        try {
+            readLock.lock();
+            try {
+                writeLock.lock();
+                try {
+                    boolean blocking = isBlocking();
+                    if (requireBlocking && !blocking) {
+                        throw new IllegalBlockingModeException();
+                    }
+                    boolean connected = false;
+                    try {
+                        if (blocking) {
+                            begin();
+                        }
+                        synchronized (stateLock) {
+                            ensureOpen();
+                            if (state == CONNECTED) {
+                                throw new AlreadyConnectedException();
+                            }
+                            if (state == PENDING) {
+                                throw new ConnectionPendingException();
+                            }
+                            state = PENDING;
+                            remoteAddress = address;
+                        }
+                        int r = Native.connConnect(handle.get(), Addresses.ip(address), Addresses.scope(address), address.getPort(),
+                            blocking, timeoutMillis);
+                        connected = r == 1 && isOpen();
+                    } finally {
+                        endConnect(blocking, connected);
+                    }
+                    return connected;
+                } finally {
+                    writeLock.unlock();
+                }
+            } finally {
+                readLock.unlock();
+            }
+        } catch (IOException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private void endConnect(boolean blocking, boolean connected) throws IOException {
+        if (blocking) {
+            end(connected);
+        }
+        if (connected) {
+            synchronized (stateLock) {
+                if (state == PENDING) {
+                    localAddress = Addresses.decode(Native.connLocalAddress(handle.get()));
+                    state = CONNECTED;
+                }
+            }
+        }
+    }
+
+    @Override
+    public boolean finishConnect() throws IOException {
+        try {
+            readLock.lock();
+            try {
+                writeLock.lock();
+                try {
+                    if (state == CONNECTED) {
+                        return true;
+                    }
+                    boolean blocking = isBlocking();
+                    boolean connected = false;
+                    try {
+                        if (blocking) {
+                            begin();
+                        }
+                        synchronized (stateLock) {
+                            ensureOpen();
+                            if (state != PENDING) {
+                                throw new NoConnectionPendingException();
+                            }
+                        }
+                        connected = Native.connFinishConnect(handle.get(), blocking) == 1 && isOpen();
+                    } finally {
+                        endConnect(blocking, connected);
+                    }
+                    return connected;
+                } finally {
+                    writeLock.unlock();
+                }
+            } finally {
+                readLock.unlock();
+            }
+        } catch (IOException e) {
+            close();
+            throw e;
+        }
+    }
+
+    @Override
+    public boolean isConnected() {
+        return state == CONNECTED;
+    }
+
+    @Override
+    public boolean isConnectionPending() {
+        return state == PENDING;
+    }
+
+    @Override
+    public SocketAddress getLocalAddress() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            return localAddress;
+        }
+    }
+
+    @Override
+    public SocketAddress getRemoteAddress() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            return remoteAddress;
+        }
+    }
+
+    InetSocketAddress localAddress() {
+        synchronized (stateLock) {
+            return localAddress;
+        }
+    }
+
+    InetSocketAddress remoteAddress() {
+        synchronized (stateLock) {
+            return state == CONNECTED ? remoteAddress : null;
+        }
+    }
+
+    // --- shutdown and close -------------------------------------------------------------------
+
+    @Override
+    public SocketChannel shutdownInput() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            if (state != CONNECTED) {
+                throw new NotYetConnectedException();
+            }
+            if (!inputClosed) {
+                Native.connShutdown(handle.get(), true, false);
+                inputClosed = true;
+            }
+        }
+        return this;
+    }
+
+    @Override
+    public SocketChannel shutdownOutput() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            if (state != CONNECTED) {
+                throw new NotYetConnectedException();
+            }
+            if (!outputClosed) {
+                Native.connShutdown(handle.get(), false, true);
+                outputClosed = true;
+            }
+        }
+        return this;
+    }
+
+    boolean isInputOpen() {
+        return !inputClosed;
+    }
+
+    boolean isOutputOpen() {
+        return !outputClosed;
+    }
+
+    @Override
+    protected void implCloseSelectableChannel() throws IOException {
+        synchronized (stateLock) {
+            state = CLOSING;
+        }
+        // Wakes threads blocked in this channel; they leave the native code promptly.
+        Native.connClose(handle.get());
+        readLock.lock();
+        readLock.unlock();
+        writeLock.lock();
+        writeLock.unlock();
+        synchronized (stateLock) {
+            state = CLOSED;
+            handle.release();
+        }
+    }
+
+    @Override
+    protected void implConfigureBlocking(boolean block) throws IOException {
+        readLock.lock();
+        try {
+            writeLock.lock();
+            try {
+                synchronized (stateLock) {
+                    ensureOpen();
+                }
+            } finally {
+                writeLock.unlock();
+            }
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    // --- options and adaptor ------------------------------------------------------------------
+
+    static final Set<SocketOption<?>> OPTIONS = Set.of(
+        StandardSocketOptions.SO_SNDBUF,
+        StandardSocketOptions.SO_RCVBUF,
+        StandardSocketOptions.SO_KEEPALIVE,
+        StandardSocketOptions.SO_REUSEADDR,
+        StandardSocketOptions.SO_LINGER,
+        StandardSocketOptions.TCP_NODELAY,
+        StandardSocketOptions.IP_TOS);
+
+    @Override
+    public Set<SocketOption<?>> supportedOptions() {
+        return OPTIONS;
+    }
+
+    @Override
+    public <T> SocketChannel setOption(SocketOption<T> name, T value) throws IOException {
+        Objects.requireNonNull(name);
+        if (!OPTIONS.contains(name)) {
+            throw new UnsupportedOperationException("'" + name + "' not supported");
+        }
+        int encoded = Options.encode(name, value);
+        synchronized (stateLock) {
+            ensureOpen();
+            Native.connSetOption(handle.get(), Options.id(name), encoded);
+        }
+        return this;
+    }
+
+    @Override
+    public <T> T getOption(SocketOption<T> name) throws IOException {
+        Objects.requireNonNull(name);
+        if (!OPTIONS.contains(name)) {
+            throw new UnsupportedOperationException("'" + name + "' not supported");
+        }
+        synchronized (stateLock) {
+            ensureOpen();
+            return Options.decode(name, Native.connGetOption(handle.get(), Options.id(name)));
+        }
+    }
+
+    @Override
+    public java.net.Socket socket() {
+        synchronized (stateLock) {
+            if (adaptor == null) {
+                adaptor = new SocketAdaptor(this);
+            }
+            return adaptor;
+        }
+    }
+
+    int readTimeout() {
+        return readTimeoutMillis;
+    }
+
+    void readTimeout(int millis) {
+        readTimeoutMillis = millis;
+    }
+
+    /** Blocking read for the socket adaptor's input stream, honouring its read timeout. */
+    int blockingRead(byte[] b, int off, int len) throws IOException {
+        Objects.checkFromIndexSize(off, len, b.length);
+        if (len == 0) {
+            return 0;
+        }
+        readLock.lock();
+        try {
+            ensureOpenAndConnected();
+            if (!isBlocking()) {
+                throw new IllegalBlockingModeException();
+            }
+            int n = 0;
+            try {
+                beginBlocking(true);
+                if (inputClosed) {
+                    return -1;
+                }
+                n = readInto(ByteBuffer.wrap(b, off, len), true, readTimeoutMillis);
+            } finally {
+                endBlocking(true, n > 0);
+                if (n <= 0 && inputClosed) {
+                    return -1;
+                }
+            }
+            return n;
+        } finally {
+            readLock.unlock();
+        }
+    }
+
+    /** Blocking write for the socket adaptor's output stream. */
+    void blockingWrite(byte[] b, int off, int len) throws IOException {
+        Objects.checkFromIndexSize(off, len, b.length);
+        ByteBuffer buffer = ByteBuffer.wrap(b, off, len);
+        writeLock.lock();
+        try {
+            if (!isBlocking()) {
+                throw new IllegalBlockingModeException();
+            }
+            while (buffer.hasRemaining()) {
+                write(buffer);
+            }
+        } finally {
+            writeLock.unlock();
+        }
+    }
+
+    /**
+     * Which path this connection's data takes ({@code ucx} or {@code tcp} and why), followed by
+     * UCX's description of the endpoint (its transports per lane) when upgraded.
+     */
+    public String transportDescription() throws IOException {
+        synchronized (stateLock) {
+            ensureOpen();
+            return Native.connDescribe(handle.get());
+        }
+    }
+
+    @Override
+    public String toString() {
+        StringBuilder text = new StringBuilder(getClass().getSimpleName()).append('[');
+        if (!isOpen()) {
+            text.append("closed");
+        } else {
+            synchronized (stateLock) {
+                switch (state) {
+                    case UNCONNECTED:
+                        text.append("unconnected");
+                        break;
+                    case PENDING:
+                        text.append("connection-pending");
+                        break;
+                    case CONNECTED:
+                        text.append("connected");
+                        if (inputClosed) {
+                            text.append(" ishut");
+                        }
+                        if (outputClosed) {
+                            text.append(" oshut");
+                        }
+                        break;
+                    default:
+                        text.append("closing");
+                }
+                if (localAddress != null) {
+                    text.append(" local=").append(localAddress);
+                }
+                if (remoteAddress != null) {
+                    text.append(" remote=").append(remoteAddress);
+                }
+            }
+        }
+        return text.append(']').toString();
+    }
+}

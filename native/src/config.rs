@@ -1,0 +1,100 @@
+//! Settings chosen by the Java side (system properties `hadronio.*`, validated there) and handed
+//! over once through `Native.init`.
+
+use std::sync::OnceLock;
+
+use crate::core::protocol::{MAX_SLOTS, MAX_SLOT_LEN, MIN_SLOT_LEN};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Receive slots posted per connection (= credits granted to the peer).
+    pub slots: u32,
+    /// Bytes per receive slot (= largest UCX message the peer may send).
+    pub slot_len: u32,
+    /// Bytes a connection may hold in staging buffers before writes block.
+    pub send_buffer: u32,
+    /// Longest busy-poll before a waiting thread sleeps in epoll, in nanoseconds.
+    pub spin_ns: u64,
+    /// How long a closed connection keeps delivering already written data, in milliseconds.
+    pub linger_ms: u64,
+    /// Whether to upgrade connections to UCX at all (false: plain TCP only).
+    pub ucx: bool,
+    /// Whether sockets are dual-stack IPv6 sockets.
+    pub ipv6: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            slots: 8,
+            slot_len: 16 * 1024,
+            send_buffer: 256 * 1024,
+            spin_ns: 50_000,
+            linger_ms: 30_000,
+            ucx: true,
+            ipv6: crate::net::socket::ipv6_available(),
+        }
+    }
+}
+
+/// Order of the values in the `long[]` passed to `Native.init`.
+/// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
+pub const SETTING_NAMES: [&str; 7] = ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6"];
+
+static SETTINGS: OnceLock<Settings> = OnceLock::new();
+
+impl Settings {
+    /// Builds settings from the values in [`SETTING_NAMES`] order, checking every range.
+    pub fn from_values(values: &[i64]) -> Result<Settings, String> {
+        if values.len() != SETTING_NAMES.len() {
+            return Err(format!("expected {} settings, got {}", SETTING_NAMES.len(), values.len()));
+        }
+        let range = |index: usize, min: i64, max: i64| -> Result<i64, String> {
+            let value = values[index];
+            if value < min || value > max {
+                Err(format!("setting {} = {value} is outside {min}..={max}", SETTING_NAMES[index]))
+            } else {
+                Ok(value)
+            }
+        };
+        Ok(Settings {
+            slots: range(0, 2, MAX_SLOTS as i64)? as u32,
+            slot_len: range(1, MIN_SLOT_LEN as i64, MAX_SLOT_LEN as i64)? as u32,
+            send_buffer: range(2, 0, 1 << 30)? as u32,
+            spin_ns: range(3, 0, 10_000_000)? as u64,
+            linger_ms: range(4, 0, 3_600_000)? as u64,
+            ucx: range(5, 0, 1)? == 1,
+            ipv6: range(6, 0, 1)? == 1,
+        })
+    }
+
+    /// Installs the settings; only the first call has an effect.
+    pub fn install(settings: Settings) -> bool {
+        SETTINGS.set(settings).is_ok()
+    }
+}
+
+/// The settings in effect.
+pub fn settings() -> &'static Settings {
+    SETTINGS.get_or_init(Settings::default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_ranges() {
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0];
+        let s = Settings::from_values(&good).unwrap();
+        assert_eq!(s.slots, 8);
+        assert!(s.ucx && !s.ipv6);
+        let mut bad = good;
+        bad[0] = 1;
+        assert!(Settings::from_values(&bad).unwrap_err().contains("slots = 1"));
+        let mut bad = good;
+        bad[1] = 10;
+        assert!(Settings::from_values(&bad).unwrap_err().contains("slotLength"));
+        assert!(Settings::from_values(&good[..3]).is_err());
+    }
+}

@@ -1,0 +1,1310 @@
+//! A connection: a kernel TCP socket first, upgraded to UCX when both sides speak hadroNIO.
+//!
+//! Lifecycle. The client connects with a real TCP socket and sends [`MAGIC`] and HELLO. A server
+//! recognises hadroNIO clients by the magic (anything else is served as plain TCP) and answers
+//! with its own HELLO. When a side is bound to a hub with a UCX worker it posts its receive slots
+//! and sends ADDR (worker address, tag id, credits). A side that has the peer's ADDR creates an
+//! endpoint, sends SWITCH on TCP and from then on writes over UCX. Until then bytes travel in DATA
+//! frames on TCP, so nothing waits for the upgrade: a client may write before the server even
+//! accepted. End of stream is a FIN frame carrying the number of UCX messages that precede it;
+//! the TCP socket stays open as control and liveness channel, and its loss without FIN is an
+//! abortive close.
+//!
+//! Binding. A connection is bound to a hub when it is registered with a selector (the selector's
+//! hub) or first used in blocking mode (a private hub). Non-blocking use without a selector works
+//! on TCP alone and does not bind.
+
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use log::{debug, info, log_enabled, trace, Level};
+use parking_lot::{Mutex, MutexGuard};
+
+use super::error::{Error, Result, Status};
+use super::hub::Hub;
+use super::iov::{Cursor, Region};
+use super::link::Link;
+use super::protocol::{self, Addr, FrameType, Hello, MAGIC};
+use super::selector::{Key, OP_CONNECT, OP_READ, OP_WRITE};
+use crate::config::settings;
+use crate::net::poller;
+use crate::net::socket::Socket;
+
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Client,
+    Server,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Unconnected,
+    Connecting,
+    Connected,
+    Failed,
+}
+
+/// What the peer speaks, as far as we know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Proto {
+    /// A server that has not seen the client's first bytes yet.
+    Unknown,
+    Hadronio,
+    Plain,
+}
+
+/// Socket options; see `set_option`. KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Native.java
+pub const OPT_TCP_NODELAY: i32 = 1;
+pub const OPT_SO_SNDBUF: i32 = 2;
+pub const OPT_SO_RCVBUF: i32 = 3;
+pub const OPT_SO_KEEPALIVE: i32 = 4;
+pub const OPT_SO_LINGER: i32 = 5;
+pub const OPT_SO_REUSEADDR: i32 = 6;
+pub const OPT_IP_TOS: i32 = 7;
+
+/// Edge-triggered socket state, refreshed by epoll events and by would-block results.
+#[derive(Default)]
+struct IoFlags {
+    readable: bool,
+    writable: bool,
+}
+
+/// Parser state of the peer's TCP stream.
+#[derive(Default)]
+struct Rx {
+    magic: [u8; 8],
+    magic_len: usize,
+    header: [u8; 8],
+    header_len: usize,
+    control: Option<(FrameType, usize)>,
+    payload: Vec<u8>,
+    /// Bytes of the current DATA frame still in the socket.
+    data_left: usize,
+    /// The peer sent SWITCH: its later bytes come over UCX.
+    switched: bool,
+    /// The peer's FIN: number of UCX messages before end of stream.
+    fin: Option<u64>,
+    /// The TCP stream ended (peer closed its socket).
+    eof: bool,
+}
+
+#[derive(Default)]
+struct Tx {
+    /// Bytes queued for the socket (frames, or the unsent tail of one).
+    out: Vec<u8>,
+    hello_sent: bool,
+    addr_sent: bool,
+    /// We sent SWITCH: our later bytes go over UCX.
+    switched: bool,
+    /// Output shut down (FIN sent or due).
+    shutdown: bool,
+    /// FIN requested before the peer's protocol was known.
+    fin_pending: bool,
+}
+
+struct State {
+    socket: Option<Socket>,
+    role: Role,
+    phase: Phase,
+    bound_local: bool,
+    remote: Option<SocketAddr>,
+    proto: Proto,
+    io: IoFlags,
+    rx: Rx,
+    tx: Tx,
+    input_shutdown: bool,
+    peer_hello: Option<Hello>,
+    peer_addr: Option<Addr>,
+    link: Option<Link>,
+    id: u32,
+    upgrade_failed: bool,
+    path: String,
+    fatal: Option<Error>,
+    linger_deadline: Option<Instant>,
+    linger_seconds: Option<i32>,
+    released: bool,
+}
+
+pub struct Conn {
+    pub serial: u64,
+    state: Mutex<State>,
+    closed: AtomicBool,
+    hub: OnceLock<Arc<Hub>>,
+    keys: Mutex<Vec<Weak<Key>>>,
+    weak: Weak<Conn>,
+}
+
+impl Conn {
+    fn with_state(state: State) -> Arc<Conn> {
+        Arc::new_cyclic(|weak| Conn {
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            state: Mutex::new(state),
+            closed: AtomicBool::new(false),
+            hub: OnceLock::new(),
+            keys: Mutex::default(),
+            weak: weak.clone(),
+        })
+    }
+
+    fn new_state(socket: Socket, role: Role, phase: Phase, proto: Proto) -> State {
+        State {
+            socket: Some(socket),
+            role,
+            phase,
+            bound_local: false,
+            remote: None,
+            proto,
+            io: IoFlags { readable: true, writable: true },
+            rx: Rx::default(),
+            tx: Tx::default(),
+            input_shutdown: false,
+            peer_hello: None,
+            peer_addr: None,
+            link: None,
+            id: 0,
+            upgrade_failed: false,
+            path: String::from("tcp (not upgraded yet)"),
+            fatal: None,
+            linger_deadline: None,
+            linger_seconds: None,
+            released: false,
+        }
+    }
+
+    /// A new unconnected client socket.
+    pub fn open() -> Result<Arc<Conn>> {
+        let socket = Socket::new(settings().ipv6).map_err(|e| Error::io("socket", &e))?;
+        Ok(Conn::with_state(Conn::new_state(socket, Role::Client, Phase::Unconnected, Proto::Hadronio)))
+    }
+
+    /// A connection accepted by a listener.
+    pub fn accepted(socket: Socket, peer: SocketAddr) -> Arc<Conn> {
+        let mut state = Conn::new_state(socket, Role::Server, Phase::Connected, Proto::Unknown);
+        state.remote = Some(peer);
+        state.bound_local = true;
+        Conn::with_state(state)
+    }
+
+    fn arc(&self) -> Option<Arc<Conn>> {
+        self.weak.upgrade()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    // --- binding ------------------------------------------------------------------------------
+
+    pub fn hub(&self) -> Option<&Arc<Hub>> {
+        self.hub.get()
+    }
+
+    /// Binds to `hub` unless already bound; registers the socket and, with UCX, posts the
+    /// receive slots. Returns the hub the connection ends up on.
+    pub fn bind_hub(&self, hub: &Arc<Hub>) -> Result<Arc<Hub>> {
+        let mut state = self.lock();
+        self.bind_locked(&mut state, hub)
+    }
+
+    fn bind_locked(&self, state: &mut State, hub: &Arc<Hub>) -> Result<Arc<Hub>> {
+        if let Some(bound) = self.hub.get() {
+            return Ok(bound.clone());
+        }
+        if state.released {
+            return Err(Error::closed());
+        }
+        let Some(me) = self.arc() else { return Err(Error::closed()) };
+        let fd = match &state.socket {
+            Some(socket) => socket.as_raw_fd(),
+            None => return Err(Error::closed()),
+        };
+        let id = hub.register_conn(&me, fd).map_err(|e| Error::io("epoll", &e))?;
+        state.id = id;
+        if let Some(worker) = hub.worker() {
+            if state.proto != Proto::Plain {
+                let s = settings();
+                match Link::new(worker.clone(), id, hub.touched().clone(), s.slots, s.slot_len, s.send_buffer) {
+                    Ok(link) => {
+                        hub.register_link(link.shared());
+                        state.link = Some(link);
+                    }
+                    Err(e) => {
+                        state.upgrade_failed = true;
+                        state.path = format!("tcp (could not post UCX receives: {e})");
+                    }
+                }
+            }
+        } else if state.proto != Proto::Plain {
+            state.upgrade_failed = true;
+            state.path = String::from("tcp (UCX unavailable on this side)");
+        }
+        let _ = self.hub.set(hub.clone());
+        debug!("connection {} bound to hub {} as id {id}", self.serial, hub.serial);
+        self.advance(state);
+        Ok(hub.clone())
+    }
+
+    /// Binds to a private hub if not bound yet (blocking use).
+    fn ensure_bound(&self, state: &mut State) -> Result<Arc<Hub>> {
+        if let Some(hub) = self.hub.get() {
+            return Ok(hub.clone());
+        }
+        let hub = Hub::new(state.proto != Proto::Plain).map_err(|e| Error::io("creating a hub", &e))?;
+        self.bind_locked(state, &hub)
+    }
+
+    // --- connection setup ---------------------------------------------------------------------
+
+    pub fn bind(&self, addr: &SocketAddr) -> Result<()> {
+        let mut state = self.lock();
+        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        if !socket.accepts(addr) {
+            return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
+        }
+        socket.bind(addr).map_err(|e| Error::io("bind", &e))?;
+        state.bound_local = true;
+        Ok(())
+    }
+
+    /// Starts or performs a connect. `Ok(true)` when connected, `Ok(false)` when pending
+    /// (non-blocking).
+    pub fn connect(&self, addr: &SocketAddr, blocking: bool, timeout: Option<Duration>) -> Result<bool> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let hub = {
+            let mut state = self.lock();
+            if self.is_closed() || state.released {
+                return Err(Error::closed());
+            }
+            let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+            if !socket.accepts(addr) {
+                return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
+            }
+            let hub = if blocking { Some(self.ensure_bound(&mut state)?) } else { None };
+            state.remote = Some(*addr);
+            let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+            match socket.connect(addr) {
+                Ok(true) => {
+                    self.on_connected(&mut state);
+                    return Ok(true);
+                }
+                Ok(false) => {
+                    state.phase = Phase::Connecting;
+                    state.io = IoFlags::default();
+                }
+                Err(e) => {
+                    state.phase = Phase::Failed;
+                    return Err(Error::io("", &e));
+                }
+            }
+            if !blocking {
+                return Ok(false);
+            }
+            hub
+        };
+        if let Some(hub) = hub {
+            let done = hub.wait(&mut || self.is_closed() || self.connect_settled(), deadline);
+            if self.is_closed() {
+                return Err(Error::closed());
+            }
+            if !done {
+                let mut state = self.lock();
+                state.phase = Phase::Failed;
+                return Err(Error::new(Status::TimedOut, "connect timed out"));
+            }
+        }
+        self.finish_connect(true)
+    }
+
+    fn connect_settled(&self) -> bool {
+        let state = self.lock();
+        state.phase != Phase::Connecting || state.io.writable || state.fatal.is_some()
+    }
+
+    /// Completes a pending connect: `Ok(true)` connected, `Ok(false)` still pending.
+    pub fn finish_connect(&self, blocking: bool) -> Result<bool> {
+        loop {
+            let hub = {
+                let mut state = self.lock();
+                if self.is_closed() {
+                    return Err(Error::closed());
+                }
+                match state.phase {
+                    Phase::Connected => return Ok(true),
+                    Phase::Unconnected | Phase::Failed => return Err(Error::new(Status::NotConnected, "no connection pending")),
+                    Phase::Connecting => {}
+                }
+                let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+                if let Some(error) = socket.take_error().map_err(|e| Error::io("connect", &e))? {
+                    state.phase = Phase::Failed;
+                    return Err(Error::io("", &error));
+                }
+                let revents = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
+                    .map_err(|e| Error::io("poll", &e))?;
+                if revents[0] & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {
+                    if let Some(error) = socket.take_error().map_err(|e| Error::io("connect", &e))? {
+                        state.phase = Phase::Failed;
+                        return Err(Error::io("", &error));
+                    }
+                    self.on_connected(&mut state);
+                    drop(state);
+                    self.notify_keys();
+                    return Ok(true);
+                }
+                state.io.writable = false;
+                if !blocking {
+                    return Ok(false);
+                }
+                self.ensure_bound(&mut state)?
+            };
+            hub.wait(&mut || self.is_closed() || self.connect_settled(), None);
+        }
+    }
+
+    fn on_connected(&self, state: &mut State) {
+        state.phase = Phase::Connected;
+        state.bound_local = true;
+        if !settings().ucx {
+            state.proto = Proto::Plain;
+            state.path = String::from("tcp (UCX disabled by hadronio.ucx)");
+        }
+        if state.proto == Proto::Hadronio && !state.tx.hello_sent {
+            self.send_hello(state);
+        }
+        self.advance(state);
+        if log_enabled!(Level::Debug) {
+            debug!("connection {} connected to {:?}", self.serial, state.remote);
+        }
+    }
+
+    fn send_hello(&self, state: &mut State) {
+        let ucx = self.hub.get().map(|h| h.worker().is_some()).unwrap_or(settings().ucx) && !state.upgrade_failed;
+        state.tx.out.extend_from_slice(&MAGIC);
+        protocol::put_frame(&mut state.tx.out, FrameType::Hello, &Hello::ours(ucx).encode());
+        state.tx.hello_sent = true;
+    }
+
+    /// Moves the handshake forward as far as the current state allows: ADDR, endpoint, SWITCH,
+    /// a deferred FIN, and flushes the socket.
+    fn advance(&self, state: &mut State) {
+        if state.phase != Phase::Connected || state.released {
+            return;
+        }
+        if state.proto == Proto::Hadronio && state.tx.hello_sent {
+            if !state.tx.addr_sent && !state.tx.shutdown {
+                let peer_can = state.peer_hello.map(|h| h.capabilities & protocol::CAP_UCX != 0).unwrap_or(true);
+                if let (Some(link), true) = (&state.link, peer_can) {
+                    let payload = link.local_addr().encode();
+                    protocol::put_frame(&mut state.tx.out, FrameType::Addr, &payload);
+                    state.tx.addr_sent = true;
+                }
+            }
+            if let (Some(link), Some(addr)) = (&mut state.link, &state.peer_addr) {
+                if !link.has_endpoint() && !state.upgrade_failed {
+                    match link.connect(addr) {
+                        Ok(()) => {
+                            state.path = String::from("ucx");
+                            info!("connection {} upgraded to UCX", self.serial);
+                        }
+                        Err(e) => {
+                            state.upgrade_failed = true;
+                            state.path = format!("tcp (UCX endpoint could not be created: {e})");
+                            info!("connection {} stays on TCP: {e}", self.serial);
+                        }
+                    }
+                }
+                if link.has_endpoint() && !state.tx.switched && !state.tx.shutdown {
+                    protocol::put_frame(&mut state.tx.out, FrameType::Switch, &[]);
+                    state.tx.switched = true;
+                }
+            }
+        }
+        if state.tx.fin_pending && state.proto != Proto::Unknown {
+            state.tx.fin_pending = false;
+            self.send_fin(state);
+        }
+        self.flush_socket(state);
+    }
+
+    /// Gives up the UCX half (the peer turned out not to speak hadroNIO).
+    fn drop_link(&self, state: &mut State) {
+        if let Some(mut link) = state.link.take() {
+            if let Some(hub) = self.hub.get() {
+                hub.unregister_link(state.id);
+            }
+            link.teardown();
+        }
+    }
+
+    fn set_fatal(&self, state: &mut State, error: Error) {
+        if state.fatal.is_none() {
+            debug!("connection {}: {}", self.serial, error);
+            state.fatal = Some(error);
+        }
+    }
+
+    /// Writes queued control bytes to the socket.
+    fn flush_socket(&self, state: &mut State) {
+        while !state.tx.out.is_empty() {
+            let Some(socket) = &state.socket else { return };
+            match socket.send(&state.tx.out) {
+                Ok(n) => {
+                    state.tx.out.drain(..n);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    state.io.writable = false;
+                    return;
+                }
+                Err(e) => {
+                    self.set_fatal(state, Error::io("", &e));
+                    state.tx.out.clear();
+                    return;
+                }
+            }
+        }
+    }
+
+    // --- the peer's TCP stream ----------------------------------------------------------------
+
+    /// Reads what arrived on the socket and handles control frames. With `dst`, DATA bytes (and
+    /// plain TCP bytes) are delivered into it; without, parsing stops before DATA bytes.
+    fn pump(&self, state: &mut State, mut dst: Option<&mut Cursor<'_>>) -> Result<usize> {
+        let mut delivered = 0;
+        loop {
+            if state.rx.eof || state.fatal.is_some() || state.released {
+                break;
+            }
+            let Some(socket) = &state.socket else { break };
+            match state.proto {
+                Proto::Unknown => {
+                    let mut peek = [0u8; 8];
+                    match socket.recv(&mut peek, true) {
+                        Ok(0) => {
+                            state.proto = Proto::Plain;
+                            state.path = String::from("tcp (peer closed before speaking)");
+                            self.advance(state);
+                        }
+                        Ok(n) if peek[..n] == MAGIC[..n] => {
+                            if n < MAGIC.len() {
+                                // The rest of the greeting is on its way; wait for its edge.
+                                state.io.readable = false;
+                                break;
+                            }
+                            let mut discard = [0u8; 8];
+                            let _ = socket.recv(&mut discard, false);
+                            state.proto = Proto::Hadronio;
+                            state.rx.magic_len = MAGIC.len();
+                            self.send_hello(state);
+                            self.advance(state);
+                        }
+                        Ok(_) => {
+                            state.proto = Proto::Plain;
+                            state.upgrade_failed = true;
+                            state.path = String::from("tcp (peer does not speak hadroNIO)");
+                            self.drop_link(state);
+                            self.advance(state);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            state.io.readable = false;
+                            break;
+                        }
+                        Err(e) => return Err(Error::io("", &e)),
+                    }
+                }
+                Proto::Plain => {
+                    let Some(dst) = dst.as_deref_mut() else { break };
+                    let Some((addr, len)) = dst.chunk(usize::MAX) else { break };
+                    // SAFETY: `addr..addr+len` is caller memory valid and writable for this call.
+                    let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
+                    match socket.recv(buf, false) {
+                        Ok(0) => state.rx.eof = true,
+                        Ok(n) => {
+                            dst.advance(n);
+                            delivered += n;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            state.io.readable = false;
+                            break;
+                        }
+                        Err(e) => return Err(Error::io("", &e)),
+                    }
+                }
+                Proto::Hadronio => {
+                    if state.rx.magic_len < MAGIC.len() {
+                        let from = state.rx.magic_len;
+                        match socket.recv(&mut state.rx.magic[from..], false) {
+                            Ok(0) => state.rx.eof = true,
+                            Ok(n) => {
+                                state.rx.magic_len += n;
+                                let got = state.rx.magic_len;
+                                if state.rx.magic[..got] != MAGIC[..got] {
+                                    return Err(Error::new(
+                                        Status::Protocol,
+                                        "the peer is not a hadroNIO server (it did not answer with the hadroNIO \
+                                         greeting); connect to it with a `tcp` rule in hadronio.rules",
+                                    ));
+                                }
+                            }
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                state.io.readable = false;
+                                break;
+                            }
+                            Err(e) => return Err(Error::io("", &e)),
+                        }
+                        continue;
+                    }
+                    if state.rx.data_left > 0 {
+                        let Some(dst) = dst.as_deref_mut() else { break };
+                        let Some((addr, len)) = dst.chunk(state.rx.data_left) else { break };
+                        // SAFETY: `addr..addr+len` is caller memory valid and writable for this call.
+                        let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
+                        match socket.recv(buf, false) {
+                            Ok(0) => state.rx.eof = true,
+                            Ok(n) => {
+                                dst.advance(n);
+                                delivered += n;
+                                state.rx.data_left -= n;
+                            }
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                state.io.readable = false;
+                                break;
+                            }
+                            Err(e) => return Err(Error::io("", &e)),
+                        }
+                        continue;
+                    }
+                    if let Some((kind, length)) = state.rx.control {
+                        let have = state.rx.payload.len();
+                        state.rx.payload.resize(length, 0);
+                        match socket.recv(&mut state.rx.payload[have..], false) {
+                            Ok(0) => {
+                                state.rx.payload.truncate(have);
+                                state.rx.eof = true;
+                            }
+                            Ok(n) => {
+                                state.rx.payload.truncate(have + n);
+                                if have + n == length {
+                                    state.rx.control = None;
+                                    let payload = std::mem::take(&mut state.rx.payload);
+                                    self.on_frame(state, kind, &payload)?;
+                                }
+                            }
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                                state.rx.payload.truncate(have);
+                                state.io.readable = false;
+                                break;
+                            }
+                            Err(e) => return Err(Error::io("", &e)),
+                        }
+                        continue;
+                    }
+                    let from = state.rx.header_len;
+                    match socket.recv(&mut state.rx.header[from..], false) {
+                        Ok(0) => state.rx.eof = true,
+                        Ok(n) => {
+                            state.rx.header_len += n;
+                            if state.rx.header_len == protocol::FRAME_HEADER_LEN {
+                                state.rx.header_len = 0;
+                                let header = protocol::decode_header(&state.rx.header)?;
+                                if header.kind == FrameType::Data {
+                                    if state.rx.switched || state.rx.fin.is_some() {
+                                        return Err(Error::new(Status::Protocol, "hadroNIO protocol error: DATA after SWITCH or FIN"));
+                                    }
+                                    state.rx.data_left = header.length;
+                                } else if header.length == 0 {
+                                    self.on_frame(state, header.kind, &[])?;
+                                } else {
+                                    state.rx.control = Some((header.kind, header.length));
+                                    state.rx.payload.clear();
+                                }
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            state.io.readable = false;
+                            break;
+                        }
+                        Err(e) => return Err(Error::io("", &e)),
+                    }
+                }
+            }
+        }
+        Ok(delivered)
+    }
+
+    fn on_frame(&self, state: &mut State, kind: FrameType, payload: &[u8]) -> Result<()> {
+        if log_enabled!(Level::Trace) {
+            trace!("connection {}: {kind:?} frame of {} bytes", self.serial, payload.len());
+        }
+        let protocol_error = |what: &str| Err(Error::new(Status::Protocol, format!("hadroNIO protocol error: {what}")));
+        match kind {
+            FrameType::Hello => {
+                if state.peer_hello.is_some() {
+                    return protocol_error("second HELLO");
+                }
+                state.peer_hello = Some(Hello::decode(payload)?);
+            }
+            FrameType::Addr => {
+                if state.peer_hello.is_none() || state.peer_addr.is_some() {
+                    return protocol_error("ADDR out of order");
+                }
+                state.peer_addr = Some(Addr::decode(payload)?);
+            }
+            FrameType::Switch => {
+                if state.rx.switched || state.rx.fin.is_some() {
+                    return protocol_error("SWITCH out of order");
+                }
+                if state.link.is_none() || !state.tx.addr_sent {
+                    return protocol_error("SWITCH before this side sent ADDR");
+                }
+                state.rx.switched = true;
+            }
+            FrameType::Fin => {
+                if state.rx.fin.is_some() {
+                    return protocol_error("second FIN");
+                }
+                let messages = protocol::decode_u64(payload)?;
+                if !state.rx.switched && messages != 0 {
+                    return protocol_error("FIN counts UCX messages but the peer never switched");
+                }
+                if let Some(link) = &state.link {
+                    if messages < link.consumed() {
+                        return protocol_error("FIN counts fewer messages than were received");
+                    }
+                }
+                state.rx.fin = Some(messages);
+            }
+            FrameType::Credit | FrameType::Data => return protocol_error("unexpected frame"),
+        }
+        self.advance(state);
+        Ok(())
+    }
+
+    // --- reading ------------------------------------------------------------------------------
+
+    /// Whether the peer's stream is complete: all bytes up to its FIN were delivered.
+    fn at_end(&self, state: &State) -> bool {
+        match state.proto {
+            Proto::Plain => state.rx.eof,
+            Proto::Unknown => false,
+            Proto::Hadronio => match state.rx.fin {
+                Some(messages) if state.rx.switched => match &state.link {
+                    Some(link) => link.consumed() >= messages,
+                    None => true,
+                },
+                Some(_) => true,
+                None => false,
+            },
+        }
+    }
+
+    /// The error that ends reading when no more bytes can come, if any.
+    fn read_failure(&self, state: &State) -> Option<Error> {
+        if let Some(error) = &state.fatal {
+            return Some(error.clone());
+        }
+        if state.proto == Proto::Hadronio && state.rx.eof && state.rx.fin.is_none() {
+            return Some(Error::new(Status::Reset, "Connection reset by peer"));
+        }
+        if let (true, Some(link)) = (state.rx.switched, &state.link) {
+            if let Some(code) = link.endpoint_error() {
+                if !self.at_end(state) {
+                    return Some(Error::new(
+                        Status::Reset,
+                        format!("Connection reset by peer (UCX: {})", crate::ucx::Status(code as i8)),
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    fn read_now(&self, state: &mut State, dst: &mut Cursor<'_>) -> Result<usize> {
+        if state.input_shutdown {
+            return Err(Error::new(Status::Eof, "input shut down"));
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        let mut n = 0;
+        if !state.rx.switched {
+            n += self.pump(state, Some(dst))?;
+        }
+        if state.rx.switched && dst.remaining() > 0 {
+            if let Some(link) = &mut state.link {
+                n += link.read(dst)?;
+            }
+        }
+        if n > 0 {
+            return Ok(n);
+        }
+        if self.at_end(state) {
+            return Err(Error::new(Status::Eof, "end of stream"));
+        }
+        if let Some(error) = self.read_failure(state) {
+            return Err(error);
+        }
+        Ok(0)
+    }
+
+    fn readable_now(&self, state: &State) -> bool {
+        if state.fatal.is_some() || state.input_shutdown || self.at_end(state) || self.read_failure(state).is_some() {
+            return true;
+        }
+        match state.proto {
+            Proto::Unknown | Proto::Plain => state.io.readable || state.rx.eof,
+            Proto::Hadronio if !state.rx.switched => state.io.readable || state.rx.eof,
+            Proto::Hadronio => state.link.as_ref().is_some_and(|l| l.readable()),
+        }
+    }
+
+    /// Reads into `regions`. Blocking reads wait for at least one byte; `Ok(0)` only for
+    /// non-blocking reads without data.
+    pub fn read(&self, regions: &[Region], blocking: bool, timeout: Option<Duration>) -> Result<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut dst = Cursor::new(regions);
+        if dst.remaining() == 0 {
+            return Ok(0);
+        }
+        let mut polled = false;
+        loop {
+            let hub = {
+                let mut state = self.lock();
+                if self.is_closed() {
+                    return Err(Error::closed());
+                }
+                if blocking && self.hub.get().is_none() {
+                    self.ensure_bound(&mut state)?;
+                }
+                let result = self.read_now(&mut state, &mut dst);
+                match result {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        drop(state);
+                        return Ok(n);
+                    }
+                    Err(e) => {
+                        if e.status != Status::Eof {
+                            self.set_fatal(&mut state, e.clone());
+                        }
+                        return Err(e);
+                    }
+                }
+                if !blocking {
+                    if polled {
+                        return Ok(0);
+                    }
+                    self.hub.get().cloned()
+                } else {
+                    Some(self.ensure_bound(&mut state)?)
+                }
+            };
+            match hub {
+                None => return Ok(0),
+                Some(hub) if !blocking => {
+                    hub.poll_now();
+                    polled = true;
+                }
+                Some(hub) => {
+                    let ready = hub.wait(&mut || self.is_closed() || self.readable_now(&self.lock()), deadline);
+                    if !ready && !self.is_closed() {
+                        return Err(Error::new(Status::TimedOut, "Read timed out"));
+                    }
+                }
+            }
+        }
+    }
+
+    // --- writing ------------------------------------------------------------------------------
+
+    fn write_now(&self, state: &mut State, src: &mut Cursor<'_>) -> Result<()> {
+        if let Some(error) = &state.fatal {
+            return Err(error.clone());
+        }
+        if state.tx.shutdown {
+            return Err(Error::new(Status::OutputShutdown, "output shut down"));
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        if state.proto == Proto::Hadronio && state.rx.eof {
+            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
+        }
+        if state.proto == Proto::Unknown {
+            self.pump(state, None)?;
+        }
+        self.flush_socket(state);
+        match state.proto {
+            Proto::Unknown => Ok(()),
+            Proto::Plain => {
+                while let Some((addr, len)) = src.chunk(usize::MAX) {
+                    let Some(socket) = &state.socket else { return Err(Error::closed()) };
+                    // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                    let buf = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                    match socket.send(buf) {
+                        Ok(n) => src.advance(n),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            state.io.writable = false;
+                            break;
+                        }
+                        Err(e) => return Err(Error::io("", &e)),
+                    }
+                }
+                Ok(())
+            }
+            Proto::Hadronio if state.tx.switched => {
+                if let Some(link) = &mut state.link {
+                    link.write(src)?;
+                }
+                Ok(())
+            }
+            Proto::Hadronio => {
+                while state.tx.out.is_empty() {
+                    let Some((addr, len)) = src.chunk(protocol::MAX_DATA_FRAME) else { break };
+                    let Some(socket) = &state.socket else { return Err(Error::closed()) };
+                    let header = protocol::encode_header(FrameType::Data, len);
+                    // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                    let payload = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                    match socket.send_vectored(&[&header, payload]) {
+                        Ok(sent) => {
+                            if sent < header.len() + len {
+                                // Keep the unsent tail of the frame; the frame counts as written.
+                                if sent < header.len() {
+                                    state.tx.out.extend_from_slice(&header[sent..]);
+                                    state.tx.out.extend_from_slice(payload);
+                                } else {
+                                    state.tx.out.extend_from_slice(&payload[sent - header.len()..]);
+                                }
+                                state.io.writable = false;
+                            }
+                            src.advance(len);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            state.io.writable = false;
+                            break;
+                        }
+                        Err(e) => return Err(Error::io("", &e)),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn writable_now(&self, state: &State) -> bool {
+        if state.fatal.is_some() || state.tx.shutdown {
+            return true;
+        }
+        if state.phase != Phase::Connected {
+            return false;
+        }
+        match state.proto {
+            Proto::Unknown => false,
+            Proto::Plain => state.io.writable,
+            Proto::Hadronio if state.tx.switched => state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
+            Proto::Hadronio => state.rx.eof || (state.tx.out.is_empty() && state.io.writable),
+        }
+    }
+
+    /// Writes from `regions`. Blocking writes return when everything was written (sent or
+    /// staged); non-blocking ones may write less, possibly nothing.
+    pub fn write(&self, regions: &[Region], blocking: bool) -> Result<usize> {
+        let mut src = Cursor::new(regions);
+        let mut polled = false;
+        loop {
+            let hub = {
+                let mut state = self.lock();
+                if self.is_closed() {
+                    return Err(Error::closed());
+                }
+                if blocking && self.hub.get().is_none() {
+                    self.ensure_bound(&mut state)?;
+                }
+                if let Err(e) = self.write_now(&mut state, &mut src) {
+                    if e.status != Status::OutputShutdown && e.status != Status::NotConnected {
+                        self.set_fatal(&mut state, e.clone());
+                    }
+                    if src.moved() > 0 && e.status != Status::OutputShutdown {
+                        return Ok(src.moved());
+                    }
+                    return Err(e);
+                }
+                if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
+                    return Ok(src.moved());
+                }
+                if blocking {
+                    Some(self.ensure_bound(&mut state)?)
+                } else {
+                    self.hub.get().cloned()
+                }
+            };
+            match hub {
+                None => return Ok(src.moved()),
+                Some(hub) if !blocking => {
+                    hub.poll_now();
+                    polled = true;
+                }
+                Some(hub) => {
+                    hub.wait(&mut || self.is_closed() || self.writable_now(&self.lock()), None);
+                }
+            }
+        }
+    }
+
+    // --- shutdown and close -------------------------------------------------------------------
+
+    fn send_fin(&self, state: &mut State) {
+        match state.proto {
+            Proto::Plain => {
+                if let Some(socket) = &state.socket {
+                    let _ = socket.shutdown(Shutdown::Write);
+                }
+            }
+            Proto::Hadronio => {
+                let messages = match (&state.link, state.tx.switched) {
+                    (Some(link), true) => link.messages_committed(),
+                    _ => 0,
+                };
+                protocol::put_frame(&mut state.tx.out, FrameType::Fin, &protocol::encode_u64(messages));
+                self.flush_socket(state);
+            }
+            Proto::Unknown => state.tx.fin_pending = true,
+        }
+    }
+
+    pub fn shutdown_output(&self) -> Result<()> {
+        let mut state = self.lock();
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        if !state.tx.shutdown {
+            state.tx.shutdown = true;
+            if state.proto == Proto::Unknown {
+                // Learn the peer's protocol first if its bytes are there.
+                let _ = self.pump(&mut state, None);
+            }
+            self.send_fin(&mut state);
+        }
+        drop(state);
+        self.notify_keys();
+        Ok(())
+    }
+
+    pub fn shutdown_input(&self) -> Result<()> {
+        let mut state = self.lock();
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        state.input_shutdown = true;
+        self.discard_input(&mut state);
+        drop(state);
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_always();
+        }
+        Ok(())
+    }
+
+    /// After `shutdownInput`, arriving bytes are read and dropped so the peer never stalls.
+    fn discard_input(&self, state: &mut State) {
+        let mut scratch = vec![0u8; 16 * 1024];
+        loop {
+            let regions = [Region { addr: scratch.as_mut_ptr() as usize, len: scratch.len() }];
+            let mut dst = Cursor::new(&regions);
+            let mut n = 0;
+            if !state.rx.switched {
+                n += self.pump(state, Some(&mut dst)).unwrap_or(0);
+            }
+            if state.rx.switched {
+                if let Some(link) = &mut state.link {
+                    n += link.read(&mut dst).unwrap_or(0);
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Closes the channel: graceful (FIN after pending data), abortive (RST) if unread data is
+    /// left or SO_LINGER is 0. Wakes threads blocked on the channel.
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut state = self.lock();
+        if state.released {
+            return;
+        }
+        let abort = state.linger_seconds == Some(0);
+        if !abort && state.phase == Phase::Connected && !state.tx.shutdown && state.fatal.is_none() {
+            state.tx.shutdown = true;
+            self.send_fin(&mut state);
+        }
+        let pending = !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle());
+        let hub = self.hub.get().cloned();
+        match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
+            (true, Some(hub), Some(me)) => {
+                let linger = Duration::from_millis(settings().linger_ms);
+                state.linger_deadline = Some(Instant::now() + linger);
+                drop(state);
+                hub.linger(me);
+            }
+            _ => {
+                if pending && !abort && state.fatal.is_none() {
+                    self.flush_socket_blocking(&mut state, Instant::now() + Duration::from_secs(1));
+                }
+                self.release(&mut state, abort);
+                drop(state);
+            }
+        }
+        if let Some(hub) = hub {
+            hub.wake_always();
+        }
+    }
+
+    /// Writes queued socket bytes of a connection that has no hub, waiting for the socket up to
+    /// `deadline`.
+    fn flush_socket_blocking(&self, state: &mut State, deadline: Instant) {
+        loop {
+            self.flush_socket(state);
+            if state.tx.out.is_empty() || state.fatal.is_some() || Instant::now() >= deadline {
+                return;
+            }
+            let Some(socket) = &state.socket else { return };
+            let _ = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    /// One step of a lingering close; true when the connection is released.
+    pub fn linger_step(&self) -> bool {
+        let mut state = self.lock();
+        if state.released {
+            return true;
+        }
+        let _ = self.pump(&mut state, None);
+        self.discard_input(&mut state);
+        if let Some(link) = &mut state.link {
+            if let Err(e) = link.flush() {
+                self.set_fatal(&mut state, e);
+            }
+        }
+        self.flush_socket(&mut state);
+        let idle = state.tx.out.is_empty() && state.link.as_ref().map_or(true, |l| l.tx_idle());
+        let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
+        if idle || expired || state.fatal.is_some() || state.rx.eof {
+            if !idle {
+                debug!("connection {}: lingering close gave up with data undelivered", self.serial);
+            }
+            self.release(&mut state, !idle);
+            return true;
+        }
+        false
+    }
+
+    fn release(&self, state: &mut State, abort: bool) {
+        if state.released {
+            return;
+        }
+        state.released = true;
+        let unread = state.rx.data_left > 0 || state.link.as_ref().is_some_and(|l| l.readable());
+        if let Some(hub) = self.hub.get() {
+            hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
+        }
+        if let Some(mut link) = state.link.take() {
+            link.teardown();
+        }
+        if let Some(socket) = state.socket.take() {
+            if abort || unread {
+                socket.close_with_reset();
+            }
+        }
+        debug!("connection {} released", self.serial);
+    }
+
+    // --- events -------------------------------------------------------------------------------
+
+    /// The socket became readable/writable or failed (epoll).
+    pub fn on_io_event(&self, events: u32) {
+        {
+            let mut state = self.lock();
+            if events & (poller::READABLE | poller::HANGUP | poller::ERROR) != 0 {
+                state.io.readable = true;
+            }
+            if events & (poller::WRITABLE | poller::ERROR) != 0 {
+                state.io.writable = true;
+            }
+            if state.phase == Phase::Connected && !state.released {
+                self.flush_socket(&mut state);
+                if state.input_shutdown || self.is_closed() {
+                    self.discard_input(&mut state);
+                } else if !state.rx.switched || state.rx.fin.is_none() {
+                    let before = state.rx.switched;
+                    if let Err(e) = self.pump(&mut state, None) {
+                        self.set_fatal(&mut state, e);
+                    }
+                    if !before && state.rx.switched {
+                        // Control frames after SWITCH (e.g. FIN) may follow right away.
+                        if let Err(e) = self.pump(&mut state, None) {
+                            self.set_fatal(&mut state, e);
+                        }
+                    }
+                }
+            }
+        }
+        self.notify_keys();
+    }
+
+    /// UCX completed something for this connection (receive, send, credits, error).
+    pub fn on_ucx_event(&self) {
+        {
+            let mut state = self.lock();
+            if state.released {
+                return;
+            }
+            if let Some(link) = &mut state.link {
+                if let Err(e) = link.flush() {
+                    self.set_fatal(&mut state, e);
+                }
+            }
+            if state.input_shutdown {
+                self.discard_input(&mut state);
+            }
+        }
+        self.notify_keys();
+    }
+
+    // --- selectors ----------------------------------------------------------------------------
+
+    pub fn add_key(&self, key: &Arc<Key>) {
+        let mut keys = self.keys.lock();
+        keys.retain(|k| k.strong_count() > 0);
+        keys.push(Arc::downgrade(key));
+    }
+
+    pub fn remove_key(&self, key: &Arc<Key>) {
+        self.keys.lock().retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+    }
+
+    fn notify_keys(&self) {
+        let keys: Vec<Arc<Key>> = self.keys.lock().iter().filter_map(Weak::upgrade).collect();
+        for key in keys {
+            key.notify();
+        }
+    }
+
+    /// The operations this channel is ready for (`SelectionKey` bits).
+    pub fn ready_ops(&self) -> u32 {
+        let state = self.lock();
+        let mut ops = 0;
+        match state.phase {
+            Phase::Connecting => {
+                if state.io.writable || state.fatal.is_some() {
+                    ops |= OP_CONNECT;
+                }
+            }
+            Phase::Connected => {
+                if self.readable_now(&state) {
+                    ops |= OP_READ;
+                }
+                if self.writable_now(&state) {
+                    ops |= OP_WRITE;
+                }
+            }
+            Phase::Unconnected | Phase::Failed => {}
+        }
+        ops
+    }
+
+    // --- information and options -------------------------------------------------------------
+
+    pub fn local_addr(&self) -> Result<Option<SocketAddr>> {
+        let state = self.lock();
+        if !state.bound_local {
+            return Ok(None);
+        }
+        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        socket.local_addr().map(Some).map_err(|e| Error::io("getsockname", &e))
+    }
+
+    pub fn remote_addr(&self) -> Option<SocketAddr> {
+        let state = self.lock();
+        if state.phase == Phase::Connected {
+            state.remote
+        } else {
+            None
+        }
+    }
+
+    /// Which path the connection took and why, plus UCX's description of its endpoint.
+    pub fn describe(&self) -> String {
+        let state = self.lock();
+        match &state.link {
+            Some(link) if link.has_endpoint() => format!("{}\n{}", state.path, link.describe()),
+            _ => state.path.clone(),
+        }
+    }
+
+    pub fn set_option(&self, option: i32, value: i32) -> Result<()> {
+        let mut state = self.lock();
+        if option == OPT_SO_LINGER {
+            state.linger_seconds = if value < 0 { None } else { Some(value) };
+        }
+        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        set_socket_option(socket, option, value)
+    }
+
+    pub fn get_option(&self, option: i32) -> Result<i32> {
+        let state = self.lock();
+        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        get_socket_option(socket, option)
+    }
+}
+
+/// Applies a socket option to the TCP socket (the UCX path has no equivalent; values are kept
+/// and reported back as the kernel has them).
+pub fn set_socket_option(socket: &Socket, option: i32, value: i32) -> Result<()> {
+    let result = match option {
+        OPT_TCP_NODELAY => socket.set_int(libc::IPPROTO_TCP, libc::TCP_NODELAY, value),
+        OPT_SO_SNDBUF => socket.set_int(libc::SOL_SOCKET, libc::SO_SNDBUF, value),
+        OPT_SO_RCVBUF => socket.set_int(libc::SOL_SOCKET, libc::SO_RCVBUF, value),
+        OPT_SO_KEEPALIVE => socket.set_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE, value),
+        OPT_SO_LINGER => socket.set_linger(if value < 0 { None } else { Some(value) }),
+        OPT_SO_REUSEADDR => socket.set_int(libc::SOL_SOCKET, libc::SO_REUSEADDR, value),
+        OPT_IP_TOS => {
+            if socket.is_ipv6() {
+                let _ = socket.set_int(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, value);
+            }
+            socket.set_int(libc::IPPROTO_IP, libc::IP_TOS, value)
+        }
+        _ => return Err(Error::invalid(format!("unknown socket option {option}"))),
+    };
+    result.map_err(|e| Error::io("setsockopt", &e))
+}
+
+pub fn get_socket_option(socket: &Socket, option: i32) -> Result<i32> {
+    let result = match option {
+        OPT_TCP_NODELAY => socket.get_int(libc::IPPROTO_TCP, libc::TCP_NODELAY),
+        OPT_SO_SNDBUF => socket.get_int(libc::SOL_SOCKET, libc::SO_SNDBUF),
+        OPT_SO_RCVBUF => socket.get_int(libc::SOL_SOCKET, libc::SO_RCVBUF),
+        OPT_SO_KEEPALIVE => socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE),
+        OPT_SO_LINGER => socket.linger().map(|l| l.unwrap_or(-1)),
+        OPT_SO_REUSEADDR => socket.get_int(libc::SOL_SOCKET, libc::SO_REUSEADDR),
+        OPT_IP_TOS => socket.get_int(libc::IPPROTO_IP, libc::IP_TOS),
+        _ => return Err(Error::invalid(format!("unknown socket option {option}"))),
+    };
+    result.map_err(|e| Error::io("getsockopt", &e))
+}

@@ -1,0 +1,504 @@
+//! A hub is where connections make progress and where threads wait: one UCX worker (if UCX is
+//! available), one epoll set holding the worker's event fd, the TCP sockets of its connections
+//! and listeners and a wake-up eventfd, plus the waiting protocol.
+//!
+//! A selector owns one hub; a channel used only in blocking mode gets a private one.
+//!
+//! **Waiting.** A thread that must wait for a condition becomes the hub's *leader* (a mutex) or
+//! parks on that mutex. The leader progresses UCX, spins for a while (the window adapts to how
+//! soon events came recently) and then sleeps in `epoll_wait`. After every wake-up it yields the
+//! leadership to parked threads (`bump`) so that they can check their own conditions against
+//! the progress it made. Lock order: leader → connection state → worker → touched list.
+
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use log::{debug, warn};
+use parking_lot::{Condvar, Mutex, MutexGuard};
+
+use super::conn::Conn;
+use super::link::{self, CreditSink, Shared, Touched};
+use super::listener::Listener;
+use crate::config::settings;
+use crate::net::poller::{self, Epoll, Event, EventFd};
+use crate::ucx::{Context, Worker};
+
+const TOKEN_WAKE: u64 = 1 << 56;
+const TOKEN_UCX: u64 = 2 << 56;
+const TOKEN_CONN: u64 = 3 << 56;
+const TOKEN_LISTENER: u64 = 4 << 56;
+const TOKEN_NESTED: u64 = 5 << 56;
+const TOKEN_KIND: u64 = 0xFF << 56;
+
+/// The process-wide UCX context, created on first use (or the reason there is none).
+static CONTEXT: OnceLock<Result<Arc<Context>, String>> = OnceLock::new();
+
+pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
+    CONTEXT
+        .get_or_init(|| {
+            Context::new().map_err(|e| {
+                warn!("UCX is unavailable, connections stay on TCP: {e}");
+                e.to_string()
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+pub struct Hub {
+    pub serial: u64,
+    /// Declared before `credit_sink`: the worker (and its AM handler) goes first.
+    worker: Option<Arc<Worker>>,
+    #[allow(dead_code)]
+    credit_sink: Option<Box<Box<CreditSink>>>,
+    epoll: Epoll,
+    wake: EventFd,
+    leader: Mutex<()>,
+    sleeping: AtomicBool,
+    conns: Mutex<HashMap<u32, Weak<Conn>>>,
+    links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
+    listeners: Mutex<HashMap<u32, Weak<Listener>>>,
+    touched: Arc<Touched>,
+    next_id: AtomicU32,
+    spin_ns: AtomicU64,
+    nested: Mutex<Vec<(Arc<Hub>, usize)>>,
+    lingering: Mutex<Vec<Arc<Conn>>>,
+    has_lingering: AtomicBool,
+}
+
+impl Hub {
+    /// A hub with a UCX worker when UCX is enabled and available, TCP-only otherwise.
+    pub fn new(ucx: bool) -> std::io::Result<Arc<Hub>> {
+        let epoll = Epoll::new()?;
+        let wake = EventFd::new()?;
+        epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
+        let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
+        let mut worker = None;
+        let mut credit_sink = None;
+        if ucx && settings().ucx {
+            match ucx_context().map(Worker::new) {
+                Ok(Ok(w)) => {
+                    let table = links.clone();
+                    let sink: Box<Box<CreditSink>> = Box::new(Box::new(move |id: u32, consumed: u64| {
+                        if let Some(shared) = table.lock().get(&id) {
+                            shared.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
+                            shared.touch();
+                        }
+                    }));
+                    let lock = w.lock();
+                    // SAFETY: the sink is boxed, owned by the hub and dropped after the worker
+                    // (field order); the handler only touches the links table and atomics.
+                    let installed = unsafe {
+                        lock.set_am_handler(
+                            super::protocol::AM_CREDIT,
+                            link::credit_received,
+                            &*sink as *const Box<CreditSink> as *mut c_void,
+                        )
+                    };
+                    drop(lock);
+                    match installed {
+                        Ok(()) => {
+                            epoll.add(w.event_fd(), poller::READABLE, TOKEN_UCX)?;
+                            worker = Some(w);
+                            credit_sink = Some(sink);
+                        }
+                        Err(e) => warn!("UCX worker unusable, connections stay on TCP: {e}"),
+                    }
+                }
+                Ok(Err(e)) => warn!("could not create a UCX worker, connections stay on TCP: {e}"),
+                Err(_) => {}
+            }
+        }
+        Ok(Arc::new(Hub {
+            serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            worker,
+            credit_sink,
+            epoll,
+            wake,
+            leader: Mutex::new(()),
+            sleeping: AtomicBool::new(false),
+            conns: Mutex::default(),
+            links,
+            listeners: Mutex::default(),
+            touched: Arc::default(),
+            next_id: AtomicU32::new(1),
+            spin_ns: AtomicU64::new(settings().spin_ns),
+            nested: Mutex::default(),
+            lingering: Mutex::default(),
+            has_lingering: AtomicBool::new(false),
+        }))
+    }
+
+    pub fn worker(&self) -> Option<&Arc<Worker>> {
+        self.worker.as_ref()
+    }
+
+    pub fn touched(&self) -> &Arc<Touched> {
+        &self.touched
+    }
+
+    fn next_id(&self) -> u32 {
+        loop {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            if id != 0 && !self.conns.lock().contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Adds a connection's socket to the epoll set; returns the connection's id on this hub
+    /// (also its UCX tag id).
+    pub fn register_conn(&self, conn: &Arc<Conn>, fd: RawFd) -> std::io::Result<u32> {
+        let id = self.next_id();
+        self.conns.lock().insert(id, Arc::downgrade(conn));
+        let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::EDGE;
+        if let Err(e) = self.epoll.add(fd, events, TOKEN_CONN | id as u64) {
+            self.conns.lock().remove(&id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    pub fn register_link(&self, shared: &Arc<Shared>) {
+        self.links.lock().insert(shared.id, shared.clone());
+    }
+
+    pub fn unregister_link(&self, id: u32) {
+        self.links.lock().remove(&id);
+    }
+
+    pub fn unregister_conn(&self, id: u32, fd: Option<RawFd>) {
+        if let Some(fd) = fd {
+            let _ = self.epoll.delete(fd);
+        }
+        self.conns.lock().remove(&id);
+        self.links.lock().remove(&id);
+    }
+
+    pub fn register_listener(&self, listener: &Arc<Listener>, fd: RawFd) -> std::io::Result<u32> {
+        let id = self.next_id();
+        self.listeners.lock().insert(id, Arc::downgrade(listener));
+        if let Err(e) = self.epoll.add(fd, poller::READABLE | poller::EDGE, TOKEN_LISTENER | id as u64) {
+            self.listeners.lock().remove(&id);
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    pub fn unregister_listener(&self, id: u32, fd: RawFd) {
+        let _ = self.epoll.delete(fd);
+        self.listeners.lock().remove(&id);
+    }
+
+    /// Makes this hub also progress and wait for `other` (a channel of another hub registered
+    /// with this hub's selector). Counted: `remove_nested` as often as `add_nested`.
+    pub fn add_nested(&self, other: &Arc<Hub>) -> std::io::Result<()> {
+        let mut nested = self.nested.lock();
+        if let Some(entry) = nested.iter_mut().find(|(h, _)| Arc::ptr_eq(h, other)) {
+            entry.1 += 1;
+            return Ok(());
+        }
+        self.epoll.add(other.epoll.as_raw_fd(), poller::READABLE | poller::EDGE, TOKEN_NESTED | other.serial)?;
+        nested.push((other.clone(), 1));
+        Ok(())
+    }
+
+    pub fn remove_nested(&self, other: &Arc<Hub>) {
+        let mut nested = self.nested.lock();
+        if let Some(index) = nested.iter().position(|(h, _)| Arc::ptr_eq(h, other)) {
+            nested[index].1 -= 1;
+            if nested[index].1 == 0 {
+                let _ = self.epoll.delete(other.epoll.as_raw_fd());
+                nested.remove(index);
+            }
+        }
+    }
+
+    /// Wakes the thread sleeping in this hub's epoll, if any.
+    pub fn wake(&self) {
+        if self.sleeping.load(Ordering::SeqCst) {
+            self.wake.notify();
+        }
+    }
+
+    /// Wakes the hub even if nobody sleeps right now (the next sleep returns at once).
+    pub fn wake_always(&self) {
+        self.wake.notify();
+    }
+
+    /// Runs UCX progress and handles what it completed. Returns whether anything happened.
+    /// Must not be called while holding a connection's state lock.
+    fn progress(&self) -> bool {
+        let mut did = false;
+        if let Some(worker) = &self.worker {
+            let lock = worker.lock();
+            for _ in 0..64 {
+                if lock.progress() == 0 {
+                    break;
+                }
+                did = true;
+            }
+        }
+        let touched = self.touched.take();
+        if !touched.is_empty() {
+            did = true;
+            for id in touched {
+                if let Some(shared) = self.links.lock().get(&id) {
+                    shared.untouch();
+                }
+                let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
+                if let Some(conn) = conn {
+                    conn.on_ucx_event();
+                }
+            }
+        }
+        if self.has_lingering.load(Ordering::Acquire) {
+            self.progress_lingering();
+        }
+        did
+    }
+
+    fn progress_nested(&self) {
+        let nested: Vec<Arc<Hub>> = self.nested.lock().iter().map(|(h, _)| h.clone()).collect();
+        for hub in nested {
+            hub.poll_now();
+        }
+    }
+
+    /// Makes progress without waiting: UCX and pending socket events. Skipped if another thread
+    /// leads the hub (it makes the progress instead).
+    pub fn poll_now(&self) {
+        if let Some(_guard) = self.leader.try_lock() {
+            self.progress();
+            self.dispatch_ready(Some(Duration::ZERO));
+            self.progress_nested();
+        }
+    }
+
+    fn dispatch_ready(&self, timeout: Option<Duration>) -> usize {
+        let mut events = [Event::default(); 64];
+        let n = match self.epoll.wait(&mut events, timeout) {
+            Ok(n) => n,
+            Err(e) => {
+                warn!("epoll_wait failed: {e}");
+                std::thread::sleep(Duration::from_millis(1));
+                0
+            }
+        };
+        for event in &events[..n] {
+            self.dispatch(*event);
+        }
+        n
+    }
+
+    fn dispatch(&self, event: Event) {
+        let id = (event.token & 0xFFFF_FFFF) as u32;
+        match event.token & TOKEN_KIND {
+            TOKEN_WAKE => self.wake.drain(),
+            TOKEN_UCX => {}
+            TOKEN_CONN => {
+                let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
+                if let Some(conn) = conn {
+                    conn.on_io_event(event.events);
+                }
+            }
+            TOKEN_LISTENER => {
+                let listener = self.listeners.lock().get(&id).and_then(Weak::upgrade);
+                if let Some(listener) = listener {
+                    listener.on_io_event();
+                }
+            }
+            TOKEN_NESTED => {
+                let serial = event.token & !TOKEN_KIND;
+                let hub = self.nested.lock().iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone());
+                if let Some(hub) = hub {
+                    hub.poll_now();
+                }
+            }
+            _ => debug!("unknown epoll token {:#x}", event.token),
+        }
+    }
+
+    /// Arms the UCX workers this hub sleeps on; false if events are pending.
+    fn arm(&self) -> bool {
+        if let Some(worker) = &self.worker {
+            match worker.lock().arm() {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(e) => {
+                    warn!("{e}");
+                    return false;
+                }
+            }
+        }
+        for (hub, _) in self.nested.lock().iter() {
+            if let Some(worker) = &hub.worker {
+                if let Some(lock) = worker.try_lock() {
+                    if !matches!(lock.arm(), Ok(true)) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`.
+    pub fn wait(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        if ready() {
+            return true;
+        }
+        let guard = match deadline {
+            None => self.leader.lock(),
+            Some(deadline) => match self.leader.try_lock_until(deadline) {
+                Some(guard) => guard,
+                None => return ready(),
+            },
+        };
+        self.lead(guard, ready, deadline)
+    }
+
+    fn lead(&self, mut guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        let max_spin = settings().spin_ns;
+        loop {
+            self.progress();
+            self.progress_nested();
+            if ready() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return ready();
+            }
+            // Spin: cheap when events come soon.
+            let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed));
+            if !spin.is_zero() {
+                let start = Instant::now();
+                let mut rounds = 0u32;
+                while start.elapsed() < spin {
+                    if self.progress() {
+                        if ready() {
+                            return true;
+                        }
+                    }
+                    rounds += 1;
+                    if rounds % 64 == 0 {
+                        self.dispatch_ready(Some(Duration::ZERO));
+                        self.progress_nested();
+                        if ready() {
+                            return true;
+                        }
+                        MutexGuard::bump(&mut guard);
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+            // Sleep.
+            if !self.arm() {
+                continue;
+            }
+            self.sleeping.store(true, Ordering::SeqCst);
+            if ready() {
+                self.sleeping.store(false, Ordering::SeqCst);
+                return true;
+            }
+            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let slept = Instant::now();
+            self.dispatch_ready(timeout);
+            self.sleeping.store(false, Ordering::SeqCst);
+            self.adapt_spin(slept.elapsed(), max_spin);
+            MutexGuard::bump(&mut guard);
+        }
+    }
+
+    /// Lengthens the spin window when sleeps are short (events come soon after we gave up
+    /// spinning) and shortens it when they are long (idle).
+    fn adapt_spin(&self, slept: Duration, max_spin_ns: u64) {
+        let current = self.spin_ns.load(Ordering::Relaxed);
+        let slept_ns = slept.as_nanos() as u64;
+        let next = if slept_ns < max_spin_ns { (current * 2 + 1_000).min(max_spin_ns) } else { current / 2 };
+        self.spin_ns.store(next, Ordering::Relaxed);
+    }
+
+    // --- lingering connections ------------------------------------------------------------
+
+    /// Keeps a closed connection alive until its remaining data is delivered.
+    pub fn linger(self: &Arc<Hub>, conn: Arc<Conn>) {
+        self.lingering.lock().push(conn);
+        self.has_lingering.store(true, Ordering::Release);
+        reaper().adopt(self.clone());
+        self.wake();
+    }
+
+    fn progress_lingering(&self) {
+        let list: Vec<Arc<Conn>> = std::mem::take(&mut *self.lingering.lock());
+        let mut still = Vec::new();
+        for conn in list {
+            if !conn.linger_step() {
+                still.push(conn);
+            }
+        }
+        let mut lingering = self.lingering.lock();
+        lingering.extend(still);
+        self.has_lingering.store(!lingering.is_empty(), Ordering::Release);
+    }
+
+    fn lingering_count(&self) -> usize {
+        self.lingering.lock().len()
+    }
+}
+
+/// Background thread that progresses hubs with lingering connections nobody else progresses.
+pub struct Reaper {
+    hubs: Mutex<Vec<Arc<Hub>>>,
+    work: Condvar,
+}
+
+static REAPER: OnceLock<Arc<Reaper>> = OnceLock::new();
+
+pub fn reaper() -> &'static Arc<Reaper> {
+    REAPER.get_or_init(|| {
+        let reaper = Arc::new(Reaper { hubs: Mutex::default(), work: Condvar::new() });
+        let worker = reaper.clone();
+        let spawned = std::thread::Builder::new().name("hadronio-reaper".into()).spawn(move || worker.run());
+        if let Err(e) = spawned {
+            warn!("could not start the hadronio-reaper thread: {e}");
+        }
+        reaper
+    })
+}
+
+impl Reaper {
+    fn adopt(&self, hub: Arc<Hub>) {
+        let mut hubs = self.hubs.lock();
+        if !hubs.iter().any(|h| Arc::ptr_eq(h, &hub)) {
+            hubs.push(hub);
+        }
+        self.work.notify_one();
+    }
+
+    fn run(&self) {
+        let mut pause = Duration::from_micros(100);
+        loop {
+            let hubs: Vec<Arc<Hub>> = {
+                let mut guard = self.hubs.lock();
+                while guard.is_empty() {
+                    self.work.wait(&mut guard);
+                    pause = Duration::from_micros(100);
+                }
+                guard.clone()
+            };
+            for hub in &hubs {
+                hub.poll_now();
+            }
+            self.hubs.lock().retain(|h| h.lingering_count() > 0);
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(5));
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! A listening TCP socket (`ServerSocketChannel`).
+
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use log::debug;
+use parking_lot::Mutex;
+
+use super::conn::{get_socket_option, set_socket_option, Conn};
+use super::error::{Error, Result, Status};
+use super::hub::Hub;
+use super::selector::{Key, OP_ACCEPT};
+use crate::config::settings;
+use crate::net::poller::{self, EventFd};
+use crate::net::socket::Socket;
+
+pub struct Listener {
+    socket: Mutex<Option<Socket>>,
+    bound: AtomicBool,
+    acceptable: AtomicBool,
+    closed: AtomicBool,
+    wake: EventFd,
+    keys: Mutex<Vec<Weak<Key>>>,
+    hubs: Mutex<Vec<(Arc<Hub>, u32)>>,
+    weak: Weak<Listener>,
+}
+
+impl Listener {
+    /// A new unbound listening socket (`SO_REUSEADDR` on, as the JDK does).
+    pub fn open() -> Result<Arc<Listener>> {
+        let socket = Socket::new(settings().ipv6).map_err(|e| Error::io("socket", &e))?;
+        socket.set_int(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1).map_err(|e| Error::io("setsockopt", &e))?;
+        let wake = EventFd::new().map_err(|e| Error::io("eventfd", &e))?;
+        Ok(Arc::new_cyclic(|weak| Listener {
+            socket: Mutex::new(Some(socket)),
+            bound: AtomicBool::new(false),
+            acceptable: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            wake,
+            keys: Mutex::default(),
+            hubs: Mutex::default(),
+            weak: weak.clone(),
+        }))
+    }
+
+    pub fn bind(&self, addr: &SocketAddr, backlog: i32) -> Result<()> {
+        let guard = self.socket.lock();
+        let socket = guard.as_ref().ok_or_else(Error::closed)?;
+        if !socket.accepts(addr) {
+            return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
+        }
+        socket.bind(addr).map_err(|e| Error::io("bind", &e))?;
+        socket.listen(if backlog < 1 { 50 } else { backlog }).map_err(|e| Error::io("listen", &e))?;
+        self.bound.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    pub fn local_addr(&self) -> Result<Option<SocketAddr>> {
+        if !self.bound.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let guard = self.socket.lock();
+        let socket = guard.as_ref().ok_or_else(Error::closed)?;
+        socket.local_addr().map(Some).map_err(|e| Error::io("getsockname", &e))
+    }
+
+    /// Accepts a connection. Non-blocking: `Ok(None)` if none is pending. Blocking: waits (up to
+    /// `timeout`); a concurrent `close` ends the wait with `Closed`.
+    pub fn accept(&self, blocking: bool, timeout: Option<Duration>) -> Result<Option<Arc<Conn>>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(Error::closed());
+            }
+            let fd = {
+                let guard = self.socket.lock();
+                let socket = guard.as_ref().ok_or_else(Error::closed)?;
+                match socket.accept() {
+                    Ok(Some((socket, peer))) => {
+                        debug!("accepted a connection from {peer}");
+                        return Ok(Some(Conn::accepted(socket, peer)));
+                    }
+                    Ok(None) => self.acceptable.store(false, Ordering::Release),
+                    Err(e) => return Err(Error::io("accept", &e)),
+                }
+                socket.as_raw_fd()
+            };
+            if !blocking {
+                return Ok(None);
+            }
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(Error::new(Status::TimedOut, "Accept timed out"));
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            poller::poll(&[(fd, libc::POLLIN), (self.wake.as_raw_fd(), libc::POLLIN)], remaining)
+                .map_err(|e| Error::io("poll", &e))?;
+        }
+    }
+
+    pub fn on_io_event(&self) {
+        self.acceptable.store(true, Ordering::Release);
+        let keys: Vec<Arc<Key>> = self.keys.lock().iter().filter_map(Weak::upgrade).collect();
+        for key in keys {
+            key.notify();
+        }
+    }
+
+    pub fn ready_ops(&self) -> u32 {
+        if self.acceptable.load(Ordering::Acquire) {
+            OP_ACCEPT
+        } else {
+            0
+        }
+    }
+
+    /// Adds the socket to `hub`'s epoll set (registration with that hub's selector).
+    pub fn register_in(&self, hub: &Arc<Hub>, key: &Arc<Key>) -> Result<()> {
+        let me = self.weak.upgrade().ok_or_else(Error::closed)?;
+        let fd = self.socket.lock().as_ref().ok_or_else(Error::closed)?.as_raw_fd();
+        let id = hub.register_listener(&me, fd).map_err(|e| Error::io("epoll", &e))?;
+        self.hubs.lock().push((hub.clone(), id));
+        let mut keys = self.keys.lock();
+        keys.retain(|k| k.strong_count() > 0);
+        keys.push(Arc::downgrade(key));
+        Ok(())
+    }
+
+    pub fn unregister_from(&self, hub: &Arc<Hub>, key: &Arc<Key>) {
+        self.keys.lock().retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+        let fd = self.socket.lock().as_ref().map(|s| s.as_raw_fd());
+        let mut hubs = self.hubs.lock();
+        if let Some(index) = hubs.iter().position(|(h, _)| Arc::ptr_eq(h, hub)) {
+            let (hub, id) = hubs.remove(index);
+            if let Some(fd) = fd {
+                hub.unregister_listener(id, fd);
+            }
+        }
+    }
+
+    /// Closes the socket and wakes a thread blocked in `accept`.
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.wake.notify();
+        let socket = self.socket.lock().take();
+        if let Some(socket) = &socket {
+            for (hub, id) in self.hubs.lock().drain(..) {
+                hub.unregister_listener(id, socket.as_raw_fd());
+            }
+        }
+        drop(socket);
+    }
+
+    pub fn set_option(&self, option: i32, value: i32) -> Result<()> {
+        let guard = self.socket.lock();
+        set_socket_option(guard.as_ref().ok_or_else(Error::closed)?, option, value)
+    }
+
+    pub fn get_option(&self, option: i32) -> Result<i32> {
+        let guard = self.socket.lock();
+        get_socket_option(guard.as_ref().ok_or_else(Error::closed)?, option)
+    }
+}

@@ -1,0 +1,10 @@
+//! The transport core: connections, listeners, selectors and the hubs they make progress on.
+
+pub mod conn;
+pub mod error;
+pub mod hub;
+pub mod iov;
+pub mod link;
+pub mod listener;
+pub mod protocol;
+pub mod selector;

@@ -1,0 +1,381 @@
+//! The hadroNIO wire protocol. All integers are big-endian.
+//!
+//! **TCP stream, per direction.** A hadroNIO side starts with [`MAGIC`] followed by frames of an
+//! 8-byte header (`type: u8, flags: u8 = 0, reserved: u16 = 0, length: u32`) and `length` payload
+//! bytes:
+//!
+//! | type | payload |
+//! |------|---------|
+//! | HELLO  | `version: u16, min_version: u16, capabilities: u32` — first frame, exactly once |
+//! | ADDR   | `tag id: u32, slots: u32, slot length: u32, max message: u32, address length: u32, UCX worker address` |
+//! | DATA   | stream bytes (before the switch to UCX) |
+//! | SWITCH | empty: the sender's later stream bytes travel over UCX |
+//! | FIN    | `messages: u64`: no more bytes after that many UCX messages (0 if never switched) |
+//! | CREDIT | `consumed: u64`: credits returned over TCP when no UCX endpoint exists |
+//!
+//! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
+//! `dest id: 32 | kind: 2 | low: 30`. Kinds DATA (payload = stream bytes) and LARGE (payload =
+//! `length: u64` of the following BODY) are received into the posted receive slots and carry in
+//! `low` the sender's count of consumed messages (piggybacked credits). A BODY message (kind 2,
+//! `low` = its sequence number) carries the bytes a LARGE announced; it is received outside the
+//! slots. Credits without data travel as an active message [`AM_CREDIT`] with a 12-byte header
+//! `dest id: u32, consumed: u64`.
+
+use std::fmt;
+
+/// First bytes of every hadroNIO TCP stream.
+pub const MAGIC: [u8; 8] = [0x89, b'h', b'N', b'I', b'O', b'\r', b'\n', 0x1a];
+pub const VERSION: u16 = 1;
+pub const MIN_VERSION: u16 = 1;
+/// Capability bit: this side can upgrade to UCX.
+pub const CAP_UCX: u32 = 1;
+
+pub const FRAME_HEADER_LEN: usize = 8;
+/// Largest DATA frame payload.
+pub const MAX_DATA_FRAME: usize = 64 * 1024;
+/// Largest control frame payload (an ADDR carrying a big worker address).
+pub const MAX_CONTROL_FRAME: usize = 64 * 1024;
+/// Bounds for what a peer may advertise in ADDR.
+pub const MAX_SLOTS: u32 = 4096;
+pub const MIN_SLOT_LEN: u32 = 256;
+pub const MAX_SLOT_LEN: u32 = 16 << 20;
+pub const MAX_MESSAGE: u32 = 1 << 30;
+
+/// Active-message identifier of credit updates.
+pub const AM_CREDIT: u32 = 0x4843;
+pub const CREDIT_HEADER_LEN: usize = 12;
+pub const LARGE_PAYLOAD_LEN: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FrameType {
+    Hello = 1,
+    Addr = 2,
+    Data = 3,
+    Switch = 4,
+    Fin = 5,
+    Credit = 6,
+}
+
+impl FrameType {
+    fn from_u8(value: u8) -> Option<FrameType> {
+        Some(match value {
+            1 => FrameType::Hello,
+            2 => FrameType::Addr,
+            3 => FrameType::Data,
+            4 => FrameType::Switch,
+            5 => FrameType::Fin,
+            6 => FrameType::Credit,
+            _ => return None,
+        })
+    }
+
+    /// Allowed payload lengths of this frame type.
+    fn length_range(self) -> (usize, usize) {
+        match self {
+            FrameType::Hello => (8, 8),
+            FrameType::Addr => (21, MAX_CONTROL_FRAME),
+            FrameType::Data => (1, MAX_DATA_FRAME),
+            FrameType::Switch => (0, 0),
+            FrameType::Fin | FrameType::Credit => (8, 8),
+        }
+    }
+}
+
+/// A malformed or unacceptable message from the peer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolError(pub String);
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "hadroNIO protocol error: {}", self.0)
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
+    Err(ProtocolError(message.into()))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    pub kind: FrameType,
+    pub length: usize,
+}
+
+pub fn encode_header(kind: FrameType, length: usize) -> [u8; FRAME_HEADER_LEN] {
+    let mut out = [0u8; FRAME_HEADER_LEN];
+    out[0] = kind as u8;
+    out[4..8].copy_from_slice(&(length as u32).to_be_bytes());
+    out
+}
+
+pub fn decode_header(bytes: &[u8; FRAME_HEADER_LEN]) -> Result<FrameHeader, ProtocolError> {
+    let Some(kind) = FrameType::from_u8(bytes[0]) else {
+        return err(format!("unknown frame type {}", bytes[0]));
+    };
+    if bytes[1] != 0 || bytes[2] != 0 || bytes[3] != 0 {
+        return err(format!("{kind:?} frame with non-zero flags/reserved bytes"));
+    }
+    let length = u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+    let (min, max) = kind.length_range();
+    if length < min || length > max {
+        return err(format!("{kind:?} frame of {length} bytes (allowed {min}..={max})"));
+    }
+    Ok(FrameHeader { kind, length })
+}
+
+/// Appends a complete frame (header and payload) to `out`.
+pub fn put_frame(out: &mut Vec<u8>, kind: FrameType, payload: &[u8]) {
+    out.extend_from_slice(&encode_header(kind, payload.len()));
+    out.extend_from_slice(payload);
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+}
+
+fn be_u64(bytes: &[u8], at: usize) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_be_bytes(b)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u16,
+    pub min_version: u16,
+    pub capabilities: u32,
+}
+
+impl Hello {
+    pub fn ours(ucx: bool) -> Hello {
+        Hello { version: VERSION, min_version: MIN_VERSION, capabilities: if ucx { CAP_UCX } else { 0 } }
+    }
+
+    pub fn encode(&self) -> [u8; 8] {
+        let mut out = [0u8; 8];
+        out[0..2].copy_from_slice(&self.version.to_be_bytes());
+        out[2..4].copy_from_slice(&self.min_version.to_be_bytes());
+        out[4..8].copy_from_slice(&self.capabilities.to_be_bytes());
+        out
+    }
+
+    /// Decodes a peer's HELLO and checks that its version range includes ours.
+    pub fn decode(payload: &[u8]) -> Result<Hello, ProtocolError> {
+        if payload.len() != 8 {
+            return err(format!("HELLO of {} bytes", payload.len()));
+        }
+        let hello = Hello {
+            version: u16::from_be_bytes([payload[0], payload[1]]),
+            min_version: u16::from_be_bytes([payload[2], payload[3]]),
+            capabilities: be_u32(payload, 4),
+        };
+        if hello.min_version > hello.version {
+            return err(format!("HELLO with version range {}..={}", hello.min_version, hello.version));
+        }
+        if hello.version < MIN_VERSION || hello.min_version > VERSION {
+            return err(format!(
+                "peer speaks protocol versions {}..={}, this side {}..={}",
+                hello.min_version, hello.version, MIN_VERSION, VERSION
+            ));
+        }
+        Ok(hello)
+    }
+}
+
+/// What a side needs to send to the other over UCX: where, how many messages, how large.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Addr {
+    pub tag_id: u32,
+    pub slots: u32,
+    pub slot_len: u32,
+    pub max_message: u32,
+    pub worker_address: Vec<u8>,
+}
+
+impl Addr {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(20 + self.worker_address.len());
+        out.extend_from_slice(&self.tag_id.to_be_bytes());
+        out.extend_from_slice(&self.slots.to_be_bytes());
+        out.extend_from_slice(&self.slot_len.to_be_bytes());
+        out.extend_from_slice(&self.max_message.to_be_bytes());
+        out.extend_from_slice(&(self.worker_address.len() as u32).to_be_bytes());
+        out.extend_from_slice(&self.worker_address);
+        out
+    }
+
+    pub fn decode(payload: &[u8]) -> Result<Addr, ProtocolError> {
+        if payload.len() < 21 {
+            return err(format!("ADDR of {} bytes", payload.len()));
+        }
+        let addr = Addr {
+            tag_id: be_u32(payload, 0),
+            slots: be_u32(payload, 4),
+            slot_len: be_u32(payload, 8),
+            max_message: be_u32(payload, 12),
+            worker_address: payload[20..].to_vec(),
+        };
+        let address_len = be_u32(payload, 16) as usize;
+        if address_len != payload.len() - 20 {
+            return err(format!("ADDR says {address_len} address bytes but carries {}", payload.len() - 20));
+        }
+        if addr.tag_id == 0 {
+            return err("ADDR with tag id 0");
+        }
+        if addr.slots == 0 || addr.slots > MAX_SLOTS {
+            return err(format!("ADDR with {} slots (allowed 1..={MAX_SLOTS})", addr.slots));
+        }
+        if addr.slot_len < MIN_SLOT_LEN || addr.slot_len > MAX_SLOT_LEN {
+            return err(format!(
+                "ADDR with slot length {} (allowed {MIN_SLOT_LEN}..={MAX_SLOT_LEN})",
+                addr.slot_len
+            ));
+        }
+        if addr.max_message < addr.slot_len || addr.max_message > MAX_MESSAGE {
+            return err(format!(
+                "ADDR with maximum message {} (allowed {}..={MAX_MESSAGE})",
+                addr.max_message, addr.slot_len
+            ));
+        }
+        Ok(addr)
+    }
+}
+
+pub fn encode_u64(value: u64) -> [u8; 8] {
+    value.to_be_bytes()
+}
+
+pub fn decode_u64(payload: &[u8]) -> Result<u64, ProtocolError> {
+    if payload.len() != 8 {
+        return err(format!("expected 8 payload bytes, got {}", payload.len()));
+    }
+    Ok(be_u64(payload, 0))
+}
+
+// --- UCX tags -------------------------------------------------------------------------------
+
+pub const KIND_DATA: u64 = 0;
+pub const KIND_LARGE: u64 = 1;
+pub const KIND_BODY: u64 = 2;
+const LOW_BITS: u32 = 30;
+pub const LOW_MASK: u64 = (1 << LOW_BITS) - 1;
+/// Mask of posted slot receives: destination id and the kind bit that separates BODY messages.
+pub const SLOT_MASK: u64 = 0xFFFF_FFFF_8000_0000;
+pub const FULL_MASK: u64 = u64::MAX;
+
+pub fn make_tag(dest: u32, kind: u64, low: u64) -> u64 {
+    ((dest as u64) << 32) | (kind << LOW_BITS) | (low & LOW_MASK)
+}
+
+pub fn slot_tag(dest: u32) -> u64 {
+    (dest as u64) << 32
+}
+
+/// Splits a tag into `(dest id, kind, low bits)`.
+pub fn split_tag(tag: u64) -> (u32, u64, u64) {
+    ((tag >> 32) as u32, (tag >> LOW_BITS) & 3, tag & LOW_MASK)
+}
+
+/// Reconstructs a 64-bit counter from its low 30 bits, given a value `known` that is at most the
+/// true one and less than 2^29 behind it. Returns `known` if `low` would move it backwards.
+pub fn unwrap_counter(known: u64, low: u64) -> u64 {
+    let delta = low.wrapping_sub(known) & LOW_MASK;
+    if delta >= 1 << (LOW_BITS - 1) {
+        known
+    } else {
+        known + delta
+    }
+}
+
+pub fn encode_credit(dest: u32, consumed: u64) -> [u8; CREDIT_HEADER_LEN] {
+    let mut out = [0u8; CREDIT_HEADER_LEN];
+    out[0..4].copy_from_slice(&dest.to_be_bytes());
+    out[4..12].copy_from_slice(&consumed.to_be_bytes());
+    out
+}
+
+pub fn decode_credit(header: &[u8]) -> Result<(u32, u64), ProtocolError> {
+    if header.len() != CREDIT_HEADER_LEN {
+        return err(format!("credit message with a {}-byte header", header.len()));
+    }
+    Ok((be_u32(header, 0), be_u64(header, 4)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trip_and_validation() {
+        let h = encode_header(FrameType::Data, 1234);
+        assert_eq!(decode_header(&h).unwrap(), FrameHeader { kind: FrameType::Data, length: 1234 });
+        assert!(decode_header(&encode_header(FrameType::Data, 0)).is_err());
+        assert!(decode_header(&encode_header(FrameType::Data, MAX_DATA_FRAME + 1)).is_err());
+        assert!(decode_header(&encode_header(FrameType::Switch, 1)).is_err());
+        assert!(decode_header(&encode_header(FrameType::Fin, 7)).is_err());
+        let mut bad = encode_header(FrameType::Hello, 8);
+        bad[2] = 1;
+        assert!(decode_header(&bad).is_err());
+        let mut unknown = encode_header(FrameType::Hello, 8);
+        unknown[0] = 99;
+        assert!(decode_header(&unknown).unwrap_err().0.contains("unknown frame type 99"));
+    }
+
+    #[test]
+    fn hello_negotiation() {
+        let ours = Hello::ours(true);
+        assert_eq!(Hello::decode(&ours.encode()).unwrap(), ours);
+        let future = Hello { version: 7, min_version: 5, capabilities: 0 };
+        assert!(Hello::decode(&future.encode()).unwrap_err().0.contains("versions 5..=7"));
+        let inverted = Hello { version: 1, min_version: 2, capabilities: 0 };
+        assert!(Hello::decode(&inverted.encode()).is_err());
+        assert!(Hello::decode(&[0; 7]).is_err());
+    }
+
+    #[test]
+    fn addr_round_trip_and_validation() {
+        let addr = Addr { tag_id: 9, slots: 8, slot_len: 16384, max_message: 1 << 20, worker_address: vec![1, 2, 3] };
+        assert_eq!(Addr::decode(&addr.encode()).unwrap(), addr);
+        let mut truncated = addr.encode();
+        truncated.pop();
+        assert!(Addr::decode(&truncated).unwrap_err().0.contains("address bytes"));
+        for bad in [
+            Addr { tag_id: 0, ..addr.clone() },
+            Addr { slots: 0, ..addr.clone() },
+            Addr { slots: MAX_SLOTS + 1, ..addr.clone() },
+            Addr { slot_len: 1, ..addr.clone() },
+            Addr { max_message: 100, ..addr.clone() },
+        ] {
+            assert!(Addr::decode(&bad.encode()).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn tags() {
+        let tag = make_tag(0xDEAD_BEEF, KIND_LARGE, (1 << 30) + 5);
+        assert_eq!(split_tag(tag), (0xDEAD_BEEF, KIND_LARGE, 5));
+        assert_eq!(tag & SLOT_MASK, slot_tag(0xDEAD_BEEF));
+        assert_eq!(make_tag(3, KIND_DATA, 77) & SLOT_MASK, slot_tag(3));
+        assert_ne!(make_tag(3, KIND_BODY, 0) & SLOT_MASK, slot_tag(3));
+    }
+
+    #[test]
+    fn counter_unwrapping() {
+        assert_eq!(unwrap_counter(0, 5), 5);
+        assert_eq!(unwrap_counter(5, 5), 5);
+        let big = (3u64 << 30) + LOW_MASK - 1;
+        assert_eq!(unwrap_counter(big, 2), (4u64 << 30) + 2);
+        // A stale (older) value never moves the counter backwards.
+        assert_eq!(unwrap_counter(100, 90), 100);
+    }
+
+    #[test]
+    fn credit_header() {
+        let h = encode_credit(42, 1 << 40);
+        assert_eq!(decode_credit(&h).unwrap(), (42, 1 << 40));
+        assert!(decode_credit(&h[..11]).is_err());
+    }
+}

@@ -1,0 +1,170 @@
+//! The epoll set a hub waits on, and the eventfd used to wake it.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::raw::c_void;
+use std::time::Duration;
+
+pub const READABLE: u32 = libc::EPOLLIN as u32;
+pub const WRITABLE: u32 = libc::EPOLLOUT as u32;
+pub const HANGUP: u32 = (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
+pub const ERROR: u32 = libc::EPOLLERR as u32;
+pub const EDGE: u32 = libc::EPOLLET as u32;
+
+/// An epoll instance. Tokens are opaque `u64`s chosen by the caller.
+#[derive(Debug)]
+pub struct Epoll {
+    fd: OwnedFd,
+}
+
+/// One ready descriptor: its token and event bits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Event {
+    pub token: u64,
+    pub events: u32,
+}
+
+impl AsRawFd for Epoll {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+        Ok(Epoll { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    fn ctl(&self, op: i32, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: `event` is valid for the call; the kernel copies it.
+        if unsafe { libc::epoll_ctl(self.as_raw_fd(), op, fd, &mut event) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    pub fn add(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, events, token)
+    }
+
+    pub fn modify(&self, fd: RawFd, events: u32, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, events, token)
+    }
+
+    pub fn delete(&self, fd: RawFd) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
+    }
+
+    /// Waits for events; `None` waits forever. Returns the number of events written to `out`
+    /// (0 on timeout or signal interruption).
+    pub fn wait(&self, out: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
+        const MAX: usize = 64;
+        let mut raw = [libc::epoll_event { events: 0, u64: 0 }; MAX];
+        let capacity = out.len().min(MAX) as i32;
+        let millis = match timeout {
+            None => -1,
+            Some(t) => {
+                // Round up so that a short timeout never turns into a busy loop.
+                let ms = t.as_micros().div_ceil(1000);
+                ms.min(i32::MAX as u128) as i32
+            }
+        };
+        // SAFETY: `raw` has room for `capacity` events.
+        let n = unsafe { libc::epoll_wait(self.as_raw_fd(), raw.as_mut_ptr(), capacity, millis) };
+        if n < 0 {
+            let error = io::Error::last_os_error();
+            if error.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(error);
+        }
+        let n = n as usize;
+        for (slot, event) in out.iter_mut().zip(raw.iter()).take(n) {
+            *slot = Event { token: event.u64, events: event.events };
+        }
+        Ok(n)
+    }
+}
+
+/// A non-blocking eventfd used as a wake-up signal.
+#[derive(Debug)]
+pub struct EventFd {
+    fd: OwnedFd,
+}
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl EventFd {
+    pub fn new() -> io::Result<EventFd> {
+        // SAFETY: plain syscall.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+        Ok(EventFd { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// Makes the fd readable.
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live local; a full counter (EAGAIN) still leaves it readable.
+        unsafe { libc::write(self.as_raw_fd(), &one as *const u64 as *const c_void, 8) };
+    }
+
+    /// Resets the fd to not readable.
+    pub fn drain(&self) {
+        let mut value: u64 = 0;
+        // SAFETY: reads 8 bytes into a live local; EAGAIN means it was already drained.
+        unsafe { libc::read(self.as_raw_fd(), &mut value as *mut u64 as *mut c_void, 8) };
+    }
+}
+
+/// Waits until one of `fds` is ready for `events` or the timeout passes (`None`: forever).
+/// Returns the `revents` of each descriptor.
+pub fn poll(fds: &[(RawFd, i16)], timeout: Option<Duration>) -> io::Result<Vec<i16>> {
+    let mut raw: Vec<libc::pollfd> = fds.iter().map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 }).collect();
+    let millis = match timeout {
+        None => -1,
+        Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+    };
+    // SAFETY: `raw` holds `raw.len()` valid pollfd entries.
+    let n = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, millis) };
+    if n < 0 {
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    Ok(raw.iter().map(|p| p.revents).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eventfd_wakes_epoll() {
+        let epoll = Epoll::new().unwrap();
+        let wake = EventFd::new().unwrap();
+        epoll.add(wake.as_raw_fd(), READABLE, 7).unwrap();
+        let mut events = [Event::default(); 4];
+        assert_eq!(epoll.wait(&mut events, Some(Duration::from_millis(1))).unwrap(), 0);
+        wake.notify();
+        assert_eq!(epoll.wait(&mut events, Some(Duration::from_millis(100))).unwrap(), 1);
+        assert_eq!(events[0].token, 7);
+        wake.drain();
+        assert_eq!(epoll.wait(&mut events, Some(Duration::ZERO)).unwrap(), 0);
+    }
+}

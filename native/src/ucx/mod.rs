@@ -1,0 +1,730 @@
+//! Safe owners of UCX handles: [`Context`] → [`Worker`] → [`Endpoint`].
+//!
+//! This is the only module that calls `ucx1_sys`. Every handle has exactly one owner whose `Drop`
+//! completes or cancels what is still pending before releasing it, and every child keeps its parent
+//! alive through an `Arc`.
+//!
+//! Thread rule: a UCX worker is created in `UCS_THREAD_MODE_SINGLE`; every call that touches a
+//! worker or one of its endpoints takes the worker's re-entrant lock (see [`Worker::lock`]), so the
+//! wrappers can be used from any thread. Completion callbacks run inside [`Worker::progress`], with
+//! that lock held; they must only touch atomics.
+
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+
+use log::{debug, warn};
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
+use ucx1_sys as sys;
+
+/// The UCX API version these bindings were generated from; the runtime must be at least this.
+pub const BUILT_MAJOR: u32 = sys::UCP_API_MAJOR;
+pub const BUILT_MINOR: u32 = sys::UCP_API_MINOR;
+
+/// A raw UCX status code (`ucs_status_t`). Kept as an integer: UCX may return values that are not
+/// listed in the bindings' enum (link and endpoint failure ranges).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Status(pub i8);
+
+impl Status {
+    pub const OK: Status = Status(0);
+    pub const IN_PROGRESS: Status = Status(1);
+    pub const NO_RESOURCE: Status = Status(-2);
+    pub const MESSAGE_TRUNCATED: Status = Status(-9);
+    pub const BUSY: Status = Status(-15);
+    pub const CANCELED: Status = Status(-16);
+
+    pub fn is_ok(self) -> bool {
+        self.0 == 0
+    }
+
+    fn name(self) -> &'static str {
+        match self.0 {
+            0 => "Success",
+            1 => "Operation in progress",
+            -1 => "No pending message",
+            -2 => "No resources are available to initiate the operation",
+            -3 => "Input/output error",
+            -4 => "Out of memory",
+            -5 => "Invalid parameter",
+            -6 => "Destination is unreachable",
+            -7 => "Address not valid",
+            -8 => "Function not implemented",
+            -9 => "Message truncated",
+            -10 => "No progress",
+            -11 => "Provided buffer is too small",
+            -12 => "No such element",
+            -13 => "Failed to connect some of the requested endpoints",
+            -14 => "No such device",
+            -15 => "Device is busy",
+            -16 => "Request canceled",
+            -17 => "Shared memory error",
+            -18 => "Element already exists",
+            -19 => "Index out of range",
+            -20 => "Operation timed out",
+            -21 => "User-defined limit was reached",
+            -22 => "Unsupported operation",
+            -23 => "Operation rejected by remote peer",
+            -24 => "Endpoint is not connected",
+            -25 => "Connection reset by remote peer",
+            -59..=-40 => "Link failure",
+            -79..=-60 => "Endpoint failure",
+            _ => "Unknown UCX status",
+        }
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// A failed UCX call: which call and its status.
+#[derive(Debug, Clone)]
+pub struct UcxError {
+    pub call: &'static str,
+    pub status: Status,
+}
+
+impl fmt::Display for UcxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.call, self.status)
+    }
+}
+
+impl std::error::Error for UcxError {}
+
+pub type Result<T> = std::result::Result<T, UcxError>;
+
+fn check(call: &'static str, status: sys::ucs_status_t) -> Result<()> {
+    let status = Status(status as i8);
+    if status.is_ok() {
+        Ok(())
+    } else {
+        Err(UcxError { call, status })
+    }
+}
+
+/// Decodes a `ucs_status_ptr_t`: null (done), a request, or an error.
+enum PtrStatus {
+    Done,
+    Pending(Request),
+    Failed(Status),
+}
+
+fn decode_ptr(ptr: sys::ucs_status_ptr_t) -> PtrStatus {
+    let raw = ptr as isize;
+    if raw == 0 {
+        PtrStatus::Done
+    } else if (-128..0).contains(&raw) {
+        PtrStatus::Failed(Status(raw as i8))
+    } else {
+        match NonNull::new(ptr) {
+            Some(p) => PtrStatus::Pending(Request(p)),
+            None => PtrStatus::Done,
+        }
+    }
+}
+
+/// The version of the UCX library loaded at run time, `(major, minor, release)`.
+pub fn runtime_version() -> (u32, u32, u32) {
+    let (mut major, mut minor, mut release): (c_uint, c_uint, c_uint) = (0, 0, 0);
+    // SAFETY: the three out-pointers point to live locals.
+    unsafe { sys::ucp_get_version(&mut major, &mut minor, &mut release) };
+    (major, minor, release)
+}
+
+/// Checks that the loaded UCX can serve the API this library was built against.
+pub fn check_runtime_version() -> std::result::Result<(u32, u32, u32), String> {
+    let (major, minor, release) = runtime_version();
+    if major != BUILT_MAJOR || minor < BUILT_MINOR {
+        return Err(format!(
+            "the loaded UCX library is version {major}.{minor}.{release}, but hadroNIO needs \
+             UCX {BUILT_MAJOR}.x with x >= {BUILT_MINOR}; use the UCX bundled in the hadroNIO jar \
+             (unset hadronio.ucx / HADRONIO_UCX) or install a newer UCX"
+        ));
+    }
+    Ok((major, minor, release))
+}
+
+extern "C" {
+    // Not declared by the bindings (it lives in an internal header) but exported by libucs.
+    fn ucs_debug_disable_signals();
+}
+
+/// Stops UCX from installing signal handlers: the JVM relies on SIGSEGV and friends itself.
+pub fn disable_signal_handlers() {
+    // SAFETY: plain C function without arguments; it only restores default signal dispositions
+    // that UCX itself installed.
+    unsafe { ucs_debug_disable_signals() };
+}
+
+/// Switches the calling thread to the C numeric locale while alive, so that UCX parses numbers in
+/// its configuration the same way whatever locale the JVM runs with.
+struct CNumericLocale {
+    locale: libc::locale_t,
+    previous: libc::locale_t,
+}
+
+impl CNumericLocale {
+    fn enter() -> Option<Self> {
+        let name = b"C\0";
+        // SAFETY: `name` is NUL-terminated; a null base locale asks for a fresh object.
+        let locale = unsafe {
+            libc::newlocale(libc::LC_NUMERIC_MASK, name.as_ptr() as *const c_char, ptr::null_mut())
+        };
+        if locale.is_null() {
+            return None;
+        }
+        // SAFETY: `locale` is a valid locale object created above.
+        let previous = unsafe { libc::uselocale(locale) };
+        Some(CNumericLocale { locale, previous })
+    }
+}
+
+impl Drop for CNumericLocale {
+    fn drop(&mut self) {
+        // SAFETY: restores the thread's previous locale, then frees ours, which is no longer used.
+        unsafe {
+            libc::uselocale(self.previous);
+            libc::freelocale(self.locale);
+        }
+    }
+}
+
+/// Owner of a `ucp_context_h`.
+pub struct Context {
+    handle: sys::ucp_context_h,
+}
+
+// SAFETY: the context is created with `mt_workers_shared`, so UCX allows workers of one context to
+// be created and used from different threads; the handle itself is only read after creation.
+unsafe impl Send for Context {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale and creates a
+    /// context for tagged messages, active messages and event-fd wake-up.
+    pub fn new() -> Result<Arc<Context>> {
+        let _locale = CNumericLocale::enter();
+        let mut config: *mut sys::ucp_config_t = ptr::null_mut();
+        // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
+        check("ucp_config_read", unsafe {
+            sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
+        })?;
+        // Shared memory must stay usable on endpoints with peer error handling.
+        if std::env::var_os("UCX_MM_ERROR_HANDLING").is_none() {
+            let name = CString::new("MM_ERROR_HANDLING").unwrap_or_default();
+            let value = CString::new("y").unwrap_or_default();
+            // SAFETY: `config` is a valid configuration; both strings are NUL-terminated.
+            let status = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
+            if Status(status as i8) != Status::OK {
+                warn!("could not set UCX MM_ERROR_HANDLING=y: {}", Status(status as i8));
+            }
+        }
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
+        let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES
+            | sys::ucp_params_field::UCP_PARAM_FIELD_MT_WORKERS_SHARED
+            | sys::ucp_params_field::UCP_PARAM_FIELD_NAME)
+            .0 as u64;
+        params.features = (sys::ucp_feature::UCP_FEATURE_TAG
+            | sys::ucp_feature::UCP_FEATURE_AM
+            | sys::ucp_feature::UCP_FEATURE_WAKEUP)
+            .0 as u64;
+        params.mt_workers_shared = 1;
+        let name = b"hadronio\0";
+        params.name = name.as_ptr() as *const c_char;
+        let mut handle: sys::ucp_context_h = ptr::null_mut();
+        // SAFETY: `params` and `config` are valid for the call; `handle` receives the context.
+        let status = unsafe {
+            sys::ucp_init_version(BUILT_MAJOR, BUILT_MINOR, &params, config, &mut handle)
+        };
+        // SAFETY: the configuration is no longer needed after `ucp_init_version`.
+        unsafe { sys::ucp_config_release(config) };
+        check("ucp_init", status)?;
+        Ok(Arc::new(Context { handle }))
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every worker holds an `Arc<Context>`, so none is left when this runs.
+        unsafe { sys::ucp_cleanup(self.handle) };
+    }
+}
+
+/// A pending UCX request (send, receive or close). Freed with [`Request::free`]; completion is
+/// reported through the callback it was started with.
+#[derive(Debug)]
+pub struct Request(NonNull<c_void>);
+
+// SAFETY: a request pointer is only used under its worker's lock.
+unsafe impl Send for Request {}
+
+impl Request {
+    fn as_ptr(&self) -> *mut c_void {
+        self.0.as_ptr()
+    }
+
+    /// Returns the request to UCX. If it is still pending it completes in the background and its
+    /// callback still runs.
+    pub fn free(self, _worker: &WorkerLock<'_>) {
+        // SAFETY: the request came from UCX and is released exactly once (consumes `self`).
+        unsafe { sys::ucp_request_free(self.as_ptr()) };
+    }
+}
+
+/// Information about a completed tagged receive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TagInfo {
+    pub tag: u64,
+    pub length: usize,
+}
+
+/// Outcome of starting a non-blocking operation.
+pub enum Start<T> {
+    /// Completed before the call returned; the callback will not run.
+    Done(T),
+    /// Completes later; the callback runs inside [`Worker::progress`].
+    Pending(Request),
+}
+
+/// Completion callback of a tagged receive: `(request, status, info, user_data)`.
+pub type RecvCallback = unsafe extern "C" fn(*mut c_void, i8, *const sys::ucp_tag_recv_info_t, *mut c_void);
+/// Completion callback of a send: `(request, status, user_data)`.
+pub type SendCallback = unsafe extern "C" fn(*mut c_void, i8, *mut c_void);
+/// Active-message handler: `(arg, header, header_length, data, length, param) -> status`.
+pub type AmCallback = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_void,
+    usize,
+    *mut c_void,
+    usize,
+    *const sys::ucp_am_recv_param_t,
+) -> i8;
+/// Endpoint error handler: `(arg, endpoint, status)`.
+pub type ErrorCallback = unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, i8);
+
+fn send_cb(cb: SendCallback) -> sys::ucp_send_nbx_callback_t {
+    // SAFETY: `ucs_status_t` is a one-byte C enum, passed exactly like `i8`; the function types are
+    // otherwise identical, so the ABI matches.
+    Some(unsafe { std::mem::transmute::<SendCallback, _>(cb) })
+}
+
+fn recv_cb(cb: RecvCallback) -> sys::ucp_tag_recv_nbx_callback_t {
+    // SAFETY: as in `send_cb`.
+    Some(unsafe { std::mem::transmute::<RecvCallback, _>(cb) })
+}
+
+/// Owner of a `ucp_worker_h` and its event fd.
+pub struct Worker {
+    context: Arc<Context>,
+    handle: sys::ucp_worker_h,
+    lock: ReentrantMutex<()>,
+    event_fd: c_int,
+    address: Vec<u8>,
+}
+
+// SAFETY: the worker runs in single-thread mode and every use goes through `lock`, which serialises
+// all calls; the handle is never used without holding it.
+unsafe impl Send for Worker {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Worker {}
+
+/// Proof that the calling thread holds the worker's lock.
+pub struct WorkerLock<'a> {
+    worker: &'a Worker,
+    _guard: ReentrantMutexGuard<'a, ()>,
+}
+
+impl Worker {
+    pub fn new(context: &Arc<Context>) -> Result<Arc<Worker>> {
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
+        let mut params: sys::ucp_worker_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = sys::ucp_worker_params_field::UCP_WORKER_PARAM_FIELD_THREAD_MODE.0 as u64;
+        params.thread_mode = sys::ucs_thread_mode_t::UCS_THREAD_MODE_SINGLE;
+        let mut handle: sys::ucp_worker_h = ptr::null_mut();
+        // SAFETY: the context is alive (held by `context`); `handle` receives the worker.
+        check("ucp_worker_create", unsafe {
+            sys::ucp_worker_create(context.handle, &params, &mut handle)
+        })?;
+        let mut worker = Worker {
+            context: context.clone(),
+            handle,
+            lock: ReentrantMutex::new(()),
+            event_fd: -1,
+            address: Vec::new(),
+        };
+        let mut fd: c_int = -1;
+        // SAFETY: `handle` is the worker just created; `fd` receives its event fd.
+        check("ucp_worker_get_efd", unsafe { sys::ucp_worker_get_efd(handle, &mut fd) })?;
+        worker.event_fd = fd;
+        let mut address: *mut sys::ucp_address_t = ptr::null_mut();
+        let mut length: sys::size_t = 0;
+        // SAFETY: `handle` is valid; UCX allocates the address and reports its length.
+        check("ucp_worker_get_address", unsafe {
+            sys::ucp_worker_get_address(handle, &mut address, &mut length)
+        })?;
+        let length = length as usize;
+        // SAFETY: UCX guarantees `length` readable bytes at `address`; it is released right after.
+        worker.address = unsafe { std::slice::from_raw_parts(address as *const u8, length) }.to_vec();
+        // SAFETY: releases the address obtained above exactly once.
+        unsafe { sys::ucp_worker_release_address(handle, address) };
+        Ok(Arc::new(worker))
+    }
+
+    /// Takes the worker's re-entrant lock.
+    pub fn lock(&self) -> WorkerLock<'_> {
+        WorkerLock { worker: self, _guard: self.lock.lock() }
+    }
+
+    /// Like [`Worker::lock`] but gives up at once if another thread holds it.
+    pub fn try_lock(&self) -> Option<WorkerLock<'_>> {
+        self.lock.try_lock().map(|guard| WorkerLock { worker: self, _guard: guard })
+    }
+
+    /// The worker's address, to be sent to peers so they can create endpoints.
+    pub fn address(&self) -> &[u8] {
+        &self.address
+    }
+
+    /// The file descriptor that becomes readable when the armed worker has events.
+    pub fn event_fd(&self) -> c_int {
+        self.event_fd
+    }
+
+    pub fn context(&self) -> &Arc<Context> {
+        &self.context
+    }
+}
+
+impl WorkerLock<'_> {
+    pub fn worker(&self) -> &Worker {
+        self.worker
+    }
+
+    /// Progresses communication once; returns how many events were processed.
+    pub fn progress(&self) -> u32 {
+        // SAFETY: the worker is valid and the lock is held.
+        unsafe { sys::ucp_worker_progress(self.worker.handle) }
+    }
+
+    /// Arms the event fd. `Ok(true)` if armed (safe to sleep on the fd), `Ok(false)` if events are
+    /// pending and the caller must progress first.
+    pub fn arm(&self) -> Result<bool> {
+        // SAFETY: the worker is valid and the lock is held.
+        let status = Status(unsafe { sys::ucp_worker_arm(self.worker.handle) } as i8);
+        match status {
+            Status::OK => Ok(true),
+            Status::BUSY => Ok(false),
+            status => Err(UcxError { call: "ucp_worker_arm", status }),
+        }
+    }
+
+    /// Installs the handler of active messages with identifier `id`.
+    ///
+    /// # Safety
+    /// `arg` must stay valid for as long as the worker lives, and `cb` must only touch state that
+    /// is safe to access from inside [`WorkerLock::progress`].
+    pub unsafe fn set_am_handler(&self, id: u32, cb: AmCallback, arg: *mut c_void) -> Result<()> {
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
+        let mut param: sys::ucp_am_handler_param_t = unsafe { std::mem::zeroed() };
+        param.field_mask = (sys::ucp_am_handler_param_field::UCP_AM_HANDLER_PARAM_FIELD_ID
+            | sys::ucp_am_handler_param_field::UCP_AM_HANDLER_PARAM_FIELD_CB
+            | sys::ucp_am_handler_param_field::UCP_AM_HANDLER_PARAM_FIELD_ARG
+            | sys::ucp_am_handler_param_field::UCP_AM_HANDLER_PARAM_FIELD_FLAGS)
+            .0 as u64;
+        param.id = id;
+        param.flags = sys::ucp_am_cb_flags::UCP_AM_FLAG_WHOLE_MSG.0;
+        // SAFETY: `ucs_status_t` is returned as one byte, exactly like `i8`.
+        param.cb = Some(unsafe { std::mem::transmute::<AmCallback, _>(cb) });
+        param.arg = arg;
+        // SAFETY: the worker is valid, the lock is held and `param` lives for the call.
+        check("ucp_worker_set_am_recv_handler", unsafe {
+            sys::ucp_worker_set_am_recv_handler(self.worker.handle, &param)
+        })
+    }
+
+    /// Posts a tagged receive of at most `length` bytes into `buffer`.
+    ///
+    /// # Safety
+    /// `buffer..buffer+length` must stay valid and unused by anyone else until the receive
+    /// completes (callback ran or `Done` returned) or is cancelled and its callback ran; `user_data`
+    /// must stay valid until then as well.
+    pub unsafe fn tag_recv(
+        &self,
+        buffer: *mut u8,
+        length: usize,
+        tag: u64,
+        mask: u64,
+        cb: RecvCallback,
+        user_data: *mut c_void,
+    ) -> Result<Start<TagInfo>> {
+        let mut info = sys::ucp_tag_recv_info_t { sender_tag: 0, length: 0 };
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_RECV_INFO as u32;
+        param.cb.recv = recv_cb(cb);
+        param.user_data = user_data;
+        param.recv_info.tag_info = &mut info;
+        // SAFETY: the caller guarantees the buffer and user data; the lock is held.
+        let ptr = unsafe {
+            sys::ucp_tag_recv_nbx(self.worker.handle, buffer as *mut c_void, length as sys::size_t, tag, mask, &param)
+        };
+        match decode_ptr(ptr) {
+            PtrStatus::Done => Ok(Start::Done(TagInfo { tag: info.sender_tag, length: info.length as usize })),
+            PtrStatus::Pending(request) => Ok(Start::Pending(request)),
+            PtrStatus::Failed(status) => Err(UcxError { call: "ucp_tag_recv_nbx", status }),
+        }
+    }
+
+    /// Removes and receives every unexpected message matching `tag`/`mask` into `scratch`,
+    /// discarding the contents. Returns how many messages were drained.
+    pub fn drain_unexpected(&self, tag: u64, mask: u64, scratch: &mut Vec<u8>) -> usize {
+        let mut drained = 0;
+        loop {
+            let mut info = sys::ucp_tag_recv_info_t { sender_tag: 0, length: 0 };
+            // SAFETY: the worker is valid, the lock is held; `remove = 1` hands the message to us.
+            let message = unsafe { sys::ucp_tag_probe_nb(self.worker.handle, tag, mask, 1, &mut info) };
+            if message.is_null() {
+                return drained;
+            }
+            let length = info.length as usize;
+            if scratch.len() < length {
+                scratch.resize(length, 0);
+            }
+            // SAFETY: an all-zero parameter struct is valid (no callback: completion is polled).
+            let param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `scratch` holds at least `info.length` bytes and outlives the loop below,
+            // which waits for the receive to complete before returning.
+            let ptr = unsafe {
+                sys::ucp_tag_msg_recv_nbx(
+                    self.worker.handle,
+                    scratch.as_mut_ptr() as *mut c_void,
+                    info.length,
+                    message,
+                    &param,
+                )
+            };
+            if let PtrStatus::Pending(request) = decode_ptr(ptr) {
+                self.complete(&request);
+                request.free(self);
+            }
+            drained += 1;
+        }
+    }
+
+    /// Progresses until `request` is no longer in progress.
+    pub fn complete(&self, request: &Request) {
+        loop {
+            // SAFETY: the request is pending and owned by the caller; the lock is held.
+            let status = Status(unsafe { sys::ucp_request_check_status(request.as_ptr()) } as i8);
+            if status != Status::IN_PROGRESS {
+                return;
+            }
+            self.progress();
+        }
+    }
+
+    /// Cancels a pending receive; its callback runs with `CANCELED` during a later progress call
+    /// (or already ran if it had completed).
+    pub fn cancel(&self, request: &Request) {
+        // SAFETY: the request belongs to this worker and has not been freed; the lock is held.
+        unsafe { sys::ucp_request_cancel(self.worker.handle, request.as_ptr()) };
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // SAFETY: every endpoint holds an `Arc<Worker>`, so none is left; no other thread can hold
+        // the lock of a worker that is being dropped.
+        unsafe { sys::ucp_worker_destroy(self.handle) };
+    }
+}
+
+/// Owner of a `ucp_ep_h`, created from a peer worker's address with peer error handling.
+pub struct Endpoint {
+    worker: Arc<Worker>,
+    handle: sys::ucp_ep_h,
+}
+
+// SAFETY: every use of the handle goes through the worker's lock.
+unsafe impl Send for Endpoint {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Endpoint {}
+
+impl Endpoint {
+    /// Connects to the worker whose address is `remote`.
+    ///
+    /// # Safety
+    /// `err_arg` must stay valid until the endpoint is dropped; `err_cb` runs inside progress.
+    pub unsafe fn connect(
+        worker: &Arc<Worker>,
+        remote: &[u8],
+        err_cb: ErrorCallback,
+        err_arg: *mut c_void,
+    ) -> Result<Endpoint> {
+        let lock = worker.lock();
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
+        let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = (sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+            | sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
+            | sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_ERR_HANDLER)
+            .0 as u64;
+        params.address = remote.as_ptr() as *const sys::ucp_address_t;
+        params.err_mode = sys::ucp_err_handling_mode_t::UCP_ERR_HANDLING_MODE_PEER;
+        // SAFETY: `ucs_status_t` is passed as one byte, exactly like `i8`.
+        params.err_handler.cb = Some(unsafe { std::mem::transmute::<ErrorCallback, _>(err_cb) });
+        params.err_handler.arg = err_arg;
+        let mut handle: sys::ucp_ep_h = ptr::null_mut();
+        // SAFETY: the worker is valid and locked; `remote` outlives the call (UCX copies it).
+        check("ucp_ep_create", unsafe { sys::ucp_ep_create(lock.worker.handle, &params, &mut handle) })?;
+        drop(lock);
+        Ok(Endpoint { worker: worker.clone(), handle })
+    }
+
+    pub fn worker(&self) -> &Arc<Worker> {
+        &self.worker
+    }
+
+    /// Sends `length` bytes with `tag`. With `immediate_only`, succeeds only if UCX can complete
+    /// the send before returning (`Ok(None)` otherwise, nothing sent).
+    ///
+    /// # Safety
+    /// Unless `Done` is returned, `buffer..buffer+length` and `user_data` must stay valid and
+    /// unchanged until the callback ran.
+    pub unsafe fn tag_send(
+        &self,
+        lock: &WorkerLock<'_>,
+        buffer: *const u8,
+        length: usize,
+        tag: u64,
+        immediate_only: bool,
+        cb: SendCallback,
+        user_data: *mut c_void,
+    ) -> Result<Option<Start<()>>> {
+        debug_assert!(ptr::eq(lock.worker, &*self.worker));
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32;
+        if immediate_only {
+            param.op_attr_mask |= sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL as u32;
+        }
+        param.cb.send = send_cb(cb);
+        param.user_data = user_data;
+        // SAFETY: the endpoint is valid and its worker is locked; the caller guarantees the buffer.
+        let ptr = unsafe { sys::ucp_tag_send_nbx(self.handle, buffer as *const c_void, length as sys::size_t, tag, &param) };
+        match decode_ptr(ptr) {
+            PtrStatus::Done => Ok(Some(Start::Done(()))),
+            PtrStatus::Pending(request) => Ok(Some(Start::Pending(request))),
+            PtrStatus::Failed(Status::NO_RESOURCE) if immediate_only => Ok(None),
+            PtrStatus::Failed(status) => Err(UcxError { call: "ucp_tag_send_nbx", status }),
+        }
+    }
+
+    /// Sends a header-only active message with identifier `id`. The header is copied by UCX when
+    /// the send completes at once; otherwise it is copied into `keep` which must stay valid until
+    /// `cb` ran.
+    ///
+    /// # Safety
+    /// `user_data` must stay valid until `cb` ran (if `Pending` is returned).
+    pub unsafe fn am_send(
+        &self,
+        lock: &WorkerLock<'_>,
+        id: u32,
+        header: &[u8],
+        cb: SendCallback,
+        user_data: *mut c_void,
+    ) -> Result<Start<()>> {
+        debug_assert!(ptr::eq(lock.worker, &*self.worker));
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_FLAGS as u32;
+        param.flags = sys::ucp_send_am_flags::UCP_AM_SEND_FLAG_EAGER.0;
+        param.cb.send = send_cb(cb);
+        param.user_data = user_data;
+        // SAFETY: the endpoint is valid and locked. UCX copies the header before returning when
+        // the operation is not complete (documented for `ucp_am_send_nbx` headers).
+        let ptr = unsafe {
+            sys::ucp_am_send_nbx(
+                self.handle,
+                id,
+                header.as_ptr() as *const c_void,
+                header.len() as sys::size_t,
+                ptr::null(),
+                0,
+                &param,
+            )
+        };
+        match decode_ptr(ptr) {
+            PtrStatus::Done => Ok(Start::Done(())),
+            PtrStatus::Pending(request) => Ok(Start::Pending(request)),
+            PtrStatus::Failed(status) => Err(UcxError { call: "ucp_am_send_nbx", status }),
+        }
+    }
+
+    /// What `ucp_ep_print_info` says about this endpoint: its transports per lane.
+    pub fn describe(&self) -> String {
+        let _lock = self.worker.lock();
+        let mut buffer: *mut c_char = ptr::null_mut();
+        let mut size: libc::size_t = 0;
+        // SAFETY: `open_memstream` allocates a growing buffer that we free below.
+        let stream = unsafe { libc::open_memstream(&mut buffer, &mut size) };
+        if stream.is_null() {
+            return String::from("(endpoint information unavailable)");
+        }
+        // SAFETY: the endpoint is valid and locked; `stream` is an open FILE.
+        unsafe { sys::ucp_ep_print_info(self.handle, stream as *mut sys::FILE) };
+        // SAFETY: closing flushes the stream and finalises `buffer`/`size`.
+        unsafe { libc::fclose(stream) };
+        if buffer.is_null() {
+            return String::new();
+        }
+        // SAFETY: `buffer` is NUL-terminated by `open_memstream`.
+        let text = unsafe { CStr::from_ptr(buffer) }.to_string_lossy().into_owned();
+        // SAFETY: `buffer` was allocated by `open_memstream` with malloc.
+        unsafe { libc::free(buffer as *mut c_void) };
+        text
+    }
+}
+
+unsafe extern "C" fn close_done(_request: *mut c_void, _status: i8, _user_data: *mut c_void) {}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let lock = self.worker.lock();
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_FLAGS as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32;
+        param.flags = sys::ucp_ep_close_flags_t::UCP_EP_CLOSE_FLAG_FORCE.0;
+        param.cb.send = send_cb(close_done);
+        // SAFETY: the endpoint is valid, locked, and closed exactly once; outstanding requests
+        // complete with CANCELED.
+        let ptr = unsafe { sys::ucp_ep_close_nbx(self.handle, &param) };
+        match decode_ptr(ptr) {
+            PtrStatus::Done => {}
+            PtrStatus::Pending(request) => {
+                lock.complete(&request);
+                request.free(&lock);
+            }
+            PtrStatus::Failed(status) => debug!("closing UCX endpoint: {status}"),
+        }
+    }
+}
