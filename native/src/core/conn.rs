@@ -109,6 +109,7 @@ struct Tx {
 
 struct State {
     socket: Option<Socket>,
+    #[allow(dead_code)]
     role: Role,
     phase: Phase,
     bound_local: bool,
@@ -134,6 +135,8 @@ pub struct Conn {
     pub serial: u64,
     state: Mutex<State>,
     closed: AtomicBool,
+    /// Set while the background thread watches this connection's staged data.
+    watched: AtomicBool,
     hub: OnceLock<Arc<Hub>>,
     keys: Mutex<Vec<Weak<Key>>>,
     weak: Weak<Conn>,
@@ -145,6 +148,7 @@ impl Conn {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             state: Mutex::new(state),
             closed: AtomicBool::new(false),
+            watched: AtomicBool::new(false),
             hub: OnceLock::new(),
             keys: Mutex::default(),
             weak: weak.clone(),
@@ -837,7 +841,8 @@ impl Conn {
         if state.proto == Proto::Hadronio && state.rx.eof {
             return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
         }
-        if state.proto == Proto::Unknown {
+        if state.proto == Proto::Unknown || (state.proto == Proto::Hadronio && !state.tx.switched) {
+            // Take the peer's HELLO/ADDR so that we switch to UCX as soon as possible.
             self.pump(state, None)?;
         }
         self.flush_socket(state);
@@ -898,6 +903,22 @@ impl Conn {
         }
     }
 
+    /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
+    fn pending_tx(&self, state: &State) -> bool {
+        !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
+    }
+
+    /// Whether the background thread must keep progressing this connection's hub; clears the
+    /// watch mark when not.
+    pub fn has_pending_tx(&self) -> bool {
+        let state = self.lock();
+        let pending = !state.released && self.pending_tx(&state);
+        if !pending {
+            self.watched.store(false, Ordering::Release);
+        }
+        pending
+    }
+
     fn writable_now(&self, state: &State) -> bool {
         if state.fatal.is_some() || state.tx.shutdown {
             return true;
@@ -937,6 +958,13 @@ impl Conn {
                     return Err(e);
                 }
                 if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
+                    if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
+                        if let (Some(hub), Some(me)) = (self.hub.get(), self.arc()) {
+                            drop(state);
+                            self.watched.store(true, Ordering::Release);
+                            hub.watch_pending(me);
+                        }
+                    }
                     return Ok(src.moved());
                 }
                 if blocking {
@@ -1050,6 +1078,13 @@ impl Conn {
             return;
         }
         let abort = state.linger_seconds == Some(0);
+        if !abort && state.phase == Phase::Connected && state.fatal.is_none() {
+            // Learn the peer's protocol and take its control frames, so that they do not count
+            // as unread data (which would make the kernel reset the connection).
+            if let Err(e) = self.pump(&mut state, None) {
+                self.set_fatal(&mut state, e);
+            }
+        }
         if !abort && state.phase == Phase::Connected && !state.tx.shutdown && state.fatal.is_none() {
             state.tx.shutdown = true;
             self.send_fin(&mut state);
@@ -1120,7 +1155,9 @@ impl Conn {
             return;
         }
         state.released = true;
-        let unread = state.rx.data_left > 0 || state.link.as_ref().is_some_and(|l| l.readable());
+        let unread = state.rx.data_left > 0
+            || state.link.as_ref().is_some_and(|l| l.readable())
+            || state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0);
         if let Some(hub) = self.hub.get() {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::raw::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -70,6 +70,14 @@ pub struct Hub {
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
     lingering: Mutex<Vec<Arc<Conn>>>,
     has_lingering: AtomicBool,
+    pending: Mutex<Vec<Arc<Conn>>>,
+    /// Followers of the leader: how many, and where they wait for its progress.
+    followers: AtomicUsize,
+    generation: AtomicU64,
+    follow_lock: Mutex<()>,
+    follow: Condvar,
+    /// Longest spin; 0 for the background hub, which never spins.
+    max_spin_ns: u64,
 }
 
 impl Hub {
@@ -132,7 +140,22 @@ impl Hub {
             nested: Mutex::default(),
             lingering: Mutex::default(),
             has_lingering: AtomicBool::new(false),
+            pending: Mutex::default(),
+            followers: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            follow_lock: Mutex::new(()),
+            follow: Condvar::new(),
+            max_spin_ns: settings().spin_ns,
         }))
+    }
+
+    /// The hub of the background thread: no UCX worker, no spinning.
+    fn new_background() -> std::io::Result<Arc<Hub>> {
+        let mut hub = Hub::new(false)?;
+        let inner = Arc::get_mut(&mut hub).expect("a new hub is not shared");
+        inner.max_spin_ns = 0;
+        inner.spin_ns = AtomicU64::new(0);
+        Ok(hub)
     }
 
     pub fn worker(&self) -> Option<&Arc<Worker>> {
@@ -275,9 +298,12 @@ impl Hub {
     /// leads the hub (it makes the progress instead).
     pub fn poll_now(&self) {
         if let Some(_guard) = self.leader.try_lock() {
-            self.progress();
-            self.dispatch_ready(Some(Duration::ZERO));
+            let progressed = self.progress();
+            let events = self.dispatch_ready(Some(Duration::ZERO));
             self.progress_nested();
+            if progressed || events > 0 {
+                self.signal();
+            }
         }
     }
 
@@ -349,25 +375,58 @@ impl Hub {
         true
     }
 
-    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`.
-    pub fn wait(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
-        if ready() {
-            return true;
+    /// Tells followers that the leader made progress (or left): they re-check their conditions.
+    fn signal(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if self.followers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.follow_lock.lock();
+            self.follow.notify_all();
         }
-        let guard = match deadline {
-            None => self.leader.lock(),
-            Some(deadline) => match self.leader.try_lock_until(deadline) {
-                Some(guard) => guard,
-                None => return ready(),
-            },
-        };
-        self.lead(guard, ready, deadline)
     }
 
-    fn lead(&self, mut guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
-        let max_spin = settings().spin_ns;
+    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`.
+    ///
+    /// The first waiting thread becomes the leader and makes progress for everyone; the others
+    /// follow: they sleep on a condition variable and re-check `ready()` whenever the leader made
+    /// progress, and take over when the leader leaves. Every event that can make a follower's
+    /// condition true also wakes the leader's epoll (UCX event fd, sockets, wake-up eventfd).
+    pub fn wait(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        self.followers.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            let seen = self.generation.load(Ordering::SeqCst);
+            if ready() {
+                break true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break ready();
+            }
+            if let Some(guard) = self.leader.try_lock() {
+                self.followers.fetch_sub(1, Ordering::SeqCst);
+                let result = self.lead(guard, ready, deadline);
+                self.signal();
+                return result;
+            }
+            let mut guard = self.follow_lock.lock();
+            if self.generation.load(Ordering::SeqCst) == seen {
+                match deadline {
+                    Some(d) => {
+                        self.follow.wait_until(&mut guard, d);
+                    }
+                    None => self.follow.wait(&mut guard),
+                }
+            }
+        };
+        self.followers.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    fn lead(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        let _guard = guard;
+        let max_spin = self.max_spin_ns;
         loop {
-            self.progress();
+            if self.progress() {
+                self.signal();
+            }
             self.progress_nested();
             if ready() {
                 return true;
@@ -382,18 +441,20 @@ impl Hub {
                 let mut rounds = 0u32;
                 while start.elapsed() < spin {
                     if self.progress() {
+                        self.signal();
                         if ready() {
                             return true;
                         }
                     }
                     rounds += 1;
                     if rounds % 64 == 0 {
-                        self.dispatch_ready(Some(Duration::ZERO));
+                        if self.dispatch_ready(Some(Duration::ZERO)) > 0 {
+                            self.signal();
+                        }
                         self.progress_nested();
                         if ready() {
                             return true;
                         }
-                        MutexGuard::bump(&mut guard);
                     }
                     std::hint::spin_loop();
                 }
@@ -412,7 +473,7 @@ impl Hub {
             self.dispatch_ready(timeout);
             self.sleeping.store(false, Ordering::SeqCst);
             self.adapt_spin(slept.elapsed(), max_spin);
-            MutexGuard::bump(&mut guard);
+            self.signal();
         }
     }
 
@@ -425,14 +486,25 @@ impl Hub {
         self.spin_ns.store(next, Ordering::Relaxed);
     }
 
-    // --- lingering connections ------------------------------------------------------------
+    // --- background work ------------------------------------------------------------------
 
     /// Keeps a closed connection alive until its remaining data is delivered.
     pub fn linger(self: &Arc<Hub>, conn: Arc<Conn>) {
         self.lingering.lock().push(conn);
         self.has_lingering.store(true, Ordering::Release);
-        reaper().adopt(self.clone());
+        background().adopt(self.clone());
         self.wake();
+    }
+
+    /// Makes sure staged data of `conn` goes out even if no thread uses the hub: the background
+    /// thread progresses the hub until the connection has nothing pending.
+    pub fn watch_pending(self: &Arc<Hub>, conn: Arc<Conn>) {
+        let mut pending = self.pending.lock();
+        if !pending.iter().any(|c| Arc::ptr_eq(c, &conn)) {
+            pending.push(conn);
+        }
+        drop(pending);
+        background().adopt(self.clone());
     }
 
     fn progress_lingering(&self) {
@@ -448,57 +520,91 @@ impl Hub {
         self.has_lingering.store(!lingering.is_empty(), Ordering::Release);
     }
 
-    fn lingering_count(&self) -> usize {
-        self.lingering.lock().len()
+    /// Whether the background thread still has to progress this hub.
+    fn needs_background(&self) -> bool {
+        let pending: Vec<Arc<Conn>> = self.pending.lock().clone();
+        let still: Vec<Arc<Conn>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
+        let busy = !still.is_empty();
+        *self.pending.lock() = still;
+        busy || !self.lingering.lock().is_empty()
     }
 }
 
-/// Background thread that progresses hubs with lingering connections nobody else progresses.
-pub struct Reaper {
-    hubs: Mutex<Vec<Arc<Hub>>>,
-    work: Condvar,
+/// The background thread: progresses hubs that have work nobody else may do (staged data of
+/// idle blocking channels, lingering closes). It sleeps in an epoll set that nests the epoll sets
+/// of those hubs, so it wakes on their events and uses no CPU otherwise.
+pub struct Background {
+    hub: Arc<Hub>,
+    incoming: Mutex<Vec<Arc<Hub>>>,
+    changed: AtomicBool,
+    idle: Condvar,
+    idle_lock: Mutex<()>,
 }
 
-static REAPER: OnceLock<Arc<Reaper>> = OnceLock::new();
+static BACKGROUND: OnceLock<Arc<Background>> = OnceLock::new();
 
-pub fn reaper() -> &'static Arc<Reaper> {
-    REAPER.get_or_init(|| {
-        let reaper = Arc::new(Reaper { hubs: Mutex::default(), work: Condvar::new() });
-        let worker = reaper.clone();
-        let spawned = std::thread::Builder::new().name("hadronio-reaper".into()).spawn(move || worker.run());
+pub fn background() -> &'static Arc<Background> {
+    BACKGROUND.get_or_init(|| {
+        let hub = match Hub::new_background() {
+            Ok(hub) => hub,
+            Err(e) => panic!("cannot create the background hub: {e}"),
+        };
+        let background = Arc::new(Background {
+            hub,
+            incoming: Mutex::default(),
+            changed: AtomicBool::new(false),
+            idle: Condvar::new(),
+            idle_lock: Mutex::new(()),
+        });
+        let worker = background.clone();
+        let spawned = std::thread::Builder::new().name("hadronio-background".into()).spawn(move || worker.run());
         if let Err(e) = spawned {
-            warn!("could not start the hadronio-reaper thread: {e}");
+            warn!("could not start the hadronio-background thread: {e}");
         }
-        reaper
+        background
     })
 }
 
-impl Reaper {
+impl Background {
     fn adopt(&self, hub: Arc<Hub>) {
-        let mut hubs = self.hubs.lock();
-        if !hubs.iter().any(|h| Arc::ptr_eq(h, &hub)) {
-            hubs.push(hub);
-        }
-        self.work.notify_one();
+        self.incoming.lock().push(hub);
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
     }
 
     fn run(&self) {
-        let mut pause = Duration::from_micros(100);
+        let mut adopted: Vec<Arc<Hub>> = Vec::new();
         loop {
-            let hubs: Vec<Arc<Hub>> = {
-                let mut guard = self.hubs.lock();
-                while guard.is_empty() {
-                    self.work.wait(&mut guard);
-                    pause = Duration::from_micros(100);
+            for hub in std::mem::take(&mut *self.incoming.lock()) {
+                if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
+                    if let Err(e) = self.hub.add_nested(&hub) {
+                        warn!("background thread cannot watch hub {}: {e}", hub.serial);
+                    }
+                    adopted.push(hub);
                 }
-                guard.clone()
-            };
-            for hub in &hubs {
+            }
+            self.changed.store(false, Ordering::SeqCst);
+            for hub in &adopted {
                 hub.poll_now();
             }
-            self.hubs.lock().retain(|h| h.lingering_count() > 0);
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(5));
+            adopted.retain(|hub| {
+                let keep = hub.needs_background();
+                if !keep {
+                    self.hub.remove_nested(hub);
+                }
+                keep
+            });
+            if adopted.is_empty() {
+                let mut guard = self.idle_lock.lock();
+                if self.incoming.lock().is_empty() {
+                    self.idle.wait_for(&mut guard, Duration::from_secs(1));
+                }
+                continue;
+            }
+            let deadline = Instant::now() + Duration::from_millis(10);
+            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(deadline));
         }
     }
 }

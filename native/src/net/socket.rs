@@ -323,6 +323,18 @@ impl Socket {
         Ok(if linger.l_onoff != 0 { Some(linger.l_linger) } else { None })
     }
 
+    /// Bytes received and not yet read (`FIONREAD`).
+    pub fn pending_bytes(&self) -> usize {
+        let mut count: c_int = 0;
+        // SAFETY: FIONREAD writes one `c_int` to the live local.
+        let result = unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONREAD, &mut count) };
+        if result < 0 {
+            0
+        } else {
+            count.max(0) as usize
+        }
+    }
+
     /// Closes abortively: the kernel sends RST instead of FIN.
     pub fn close_with_reset(self) {
         let _ = self.set_linger(Some(0));

@@ -30,6 +30,9 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
     private InetSocketAddress localAddress;
     private volatile int acceptTimeoutMillis;
     private ServerSocketAdaptor adaptor;
+    private boolean closing;
+    /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
+    private int active;
 
     public HadronioServerSocketChannel(SelectorProvider provider) throws IOException {
         super(provider);
@@ -86,13 +89,28 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
                 if (blocking) {
                     begin();
                 }
+                long h;
                 synchronized (stateLock) {
                     ensureOpen();
                     if (localAddress == null) {
                         throw new NotYetBoundException();
                     }
+                    if (closing) {
+                        throw new ClosedChannelException();
+                    }
+                    active++;
+                    h = handle.get();
                 }
-                accepted = Native.listenerAccept(handle.get(), blocking, adaptor ? acceptTimeoutMillis : 0);
+                try {
+                    accepted = Native.listenerAccept(h, blocking, adaptor ? acceptTimeoutMillis : 0);
+                } finally {
+                    synchronized (stateLock) {
+                        active--;
+                        if (active == 0 && closing) {
+                            handle.release();
+                        }
+                    }
+                }
             } finally {
                 if (blocking) {
                     end(accepted != 0);
@@ -107,13 +125,15 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
         }
     }
 
+    /** Closes the listener and wakes a blocked accept; never waits (runs inside interrupt()). */
     @Override
     protected void implCloseSelectableChannel() throws IOException {
-        Native.listenerClose(handle.get());
-        acceptLock.lock();
-        acceptLock.unlock();
         synchronized (stateLock) {
-            handle.release();
+            closing = true;
+            Native.listenerClose(handle.get());
+            if (active == 0) {
+                handle.release();
+            }
         }
     }
 

@@ -51,6 +51,8 @@ public final class HadronioSocketChannel extends SocketChannel {
     private InetSocketAddress remoteAddress;
     private volatile int readTimeoutMillis;
     private SocketAdaptor adaptor;
+    /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
+    private int active;
 
     public HadronioSocketChannel(SelectorProvider provider) throws IOException {
         super(provider);
@@ -96,6 +98,30 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
     }
 
+    /**
+     * Marks the start of a native call and returns the handle for it; the handle stays valid until
+     * {@link #leave()}, even if the channel is closed meanwhile (its destruction is deferred).
+     */
+    private long enter() throws ClosedChannelException {
+        synchronized (stateLock) {
+            if (state >= CLOSING) {
+                throw new ClosedChannelException();
+            }
+            active++;
+            return handle.get();
+        }
+    }
+
+    private void leave() {
+        synchronized (stateLock) {
+            active--;
+            if (active == 0 && state == CLOSING) {
+                state = CLOSED;
+                handle.release();
+            }
+        }
+    }
+
     // --- reading ------------------------------------------------------------------------------
 
     @Override
@@ -134,20 +160,25 @@ public final class HadronioSocketChannel extends SocketChannel {
         if (remaining == 0) {
             return 0;
         }
-        long h = handle.get();
-        if (dst.isDirect()) {
-            int n = Native.connRead(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
-            if (n > 0) {
-                dst.position(position + n);
+        long h = enter();
+        int n;
+        try {
+            if (dst.isDirect()) {
+                n = Native.connRead(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
+                if (n > 0) {
+                    dst.position(position + n);
+                }
+            } else {
+                ByteBuffer temporary = Buffers.temporary(remaining);
+                int length = Math.min(remaining, temporary.capacity());
+                n = Native.connRead(h, Buffers.address(temporary), length, blocking, timeoutMillis);
+                if (n > 0) {
+                    temporary.limit(n);
+                    dst.put(temporary);
+                }
             }
-            return readResult(n, blocking);
-        }
-        ByteBuffer temporary = Buffers.temporary(remaining);
-        int length = Math.min(remaining, temporary.capacity());
-        int n = Native.connRead(h, Buffers.address(temporary), length, blocking, timeoutMillis);
-        if (n > 0) {
-            temporary.limit(n);
-            dst.put(temporary);
+        } finally {
+            leave();
         }
         return readResult(n, blocking);
     }
@@ -196,7 +227,13 @@ public final class HadronioSocketChannel extends SocketChannel {
                 if (vector.count() == 0) {
                     return 0;
                 }
-                long r = Native.connReadv(handle.get(), vector.address(), vector.count(), blocking, readTimeoutMillis);
+                long h = enter();
+                long r;
+                try {
+                    r = Native.connReadv(h, vector.address(), vector.count(), blocking, readTimeoutMillis);
+                } finally {
+                    leave();
+                }
                 if (r > 0) {
                     vector.complete(dsts, r, true);
                 }
@@ -247,9 +284,14 @@ public final class HadronioSocketChannel extends SocketChannel {
         if (remaining == 0) {
             return 0;
         }
-        long h = handle.get();
         if (src.isDirect()) {
-            int n = Native.connWrite(h, Buffers.address(src) + position, remaining, blocking);
+            long h = enter();
+            int n;
+            try {
+                n = Native.connWrite(h, Buffers.address(src) + position, remaining, blocking);
+            } finally {
+                leave();
+            }
             if (n > 0) {
                 src.position(position + n);
             }
@@ -262,7 +304,13 @@ public final class HadronioSocketChannel extends SocketChannel {
             ByteBuffer slice = src.duplicate();
             slice.limit(src.position() + length);
             temporary.put(slice);
-            int n = Native.connWrite(h, Buffers.address(temporary), length, blocking);
+            long h = enter();
+            int n;
+            try {
+                n = Native.connWrite(h, Buffers.address(temporary), length, blocking);
+            } finally {
+                leave();
+            }
             if (n > 0) {
                 src.position(src.position() + n);
                 written += n;
@@ -323,7 +371,13 @@ public final class HadronioSocketChannel extends SocketChannel {
                     if (vector.count() == 0) {
                         break;
                     }
-                    long r = Native.connWritev(handle.get(), vector.address(), vector.count(), blocking);
+                    long h = enter();
+                    long r;
+                    try {
+                        r = Native.connWritev(h, vector.address(), vector.count(), blocking);
+                    } finally {
+                        leave();
+                    }
                     if (r > 0) {
                         vector.complete(srcs, r, false);
                         n += r;
@@ -429,8 +483,14 @@ public final class HadronioSocketChannel extends SocketChannel {
                             state = PENDING;
                             remoteAddress = address;
                         }
-                        int r = Native.connConnect(handle.get(), Addresses.ip(address), Addresses.scope(address), address.getPort(),
-                            blocking, timeoutMillis);
+                        long h = enter();
+                        int r;
+                        try {
+                            r = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address), address.getPort(),
+                                blocking, timeoutMillis);
+                        } finally {
+                            leave();
+                        }
                         connected = r == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
@@ -484,7 +544,12 @@ public final class HadronioSocketChannel extends SocketChannel {
                                 throw new NoConnectionPendingException();
                             }
                         }
-                        connected = Native.connFinishConnect(handle.get(), blocking) == 1 && isOpen();
+                        long h = enter();
+                        try {
+                            connected = Native.connFinishConnect(h, blocking) == 1 && isOpen();
+                        } finally {
+                            leave();
+                        }
                     } finally {
                         endConnect(blocking, connected);
                     }
@@ -579,20 +644,20 @@ public final class HadronioSocketChannel extends SocketChannel {
         return !outputClosed;
     }
 
+    /**
+     * Closes the connection (gracefully unless SO_LINGER is 0 or unread data is left) and wakes
+     * threads blocked in it; the native handle is destroyed when the last of them has left. Never
+     * waits for them: this runs inside {@code Thread.interrupt()} as well.
+     */
     @Override
     protected void implCloseSelectableChannel() throws IOException {
         synchronized (stateLock) {
             state = CLOSING;
-        }
-        // Wakes threads blocked in this channel; they leave the native code promptly.
-        Native.connClose(handle.get());
-        readLock.lock();
-        readLock.unlock();
-        writeLock.lock();
-        writeLock.unlock();
-        synchronized (stateLock) {
-            state = CLOSED;
-            handle.release();
+            Native.connClose(handle.get());
+            if (active == 0) {
+                state = CLOSED;
+                handle.release();
+            }
         }
     }
 
