@@ -1,0 +1,123 @@
+package dev.hadronio.examples;
+
+import dev.hadronio.examples.bench.BenchCommand;
+import dev.hadronio.examples.blocking.CounterCommand;
+import dev.hadronio.examples.cli.Options;
+import dev.hadronio.examples.cli.UsageException;
+import dev.hadronio.examples.compare.CompareCommand;
+import dev.hadronio.examples.netty.EchoCommand;
+import dev.hadronio.examples.netty.HelloCommand;
+import dev.hadronio.examples.simple.PeerBenchmark;
+import dev.hadronio.examples.transport.Flavour;
+
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.nio.channels.spi.SelectorProvider;
+import java.util.ServiceConfigurationError;
+
+/**
+ * The {@code hadronio} command. The launcher script sets the JVM-wide selector provider property, exactly as any
+ * application enables hadroNIO; with {@code DISABLE_HADRONIO=true} in the environment the property is cleared
+ * before anything touches java.nio, so the same program runs on the JDK's provider.
+ */
+public final class Main {
+
+    public static final String PROVIDER_PROPERTY = "java.nio.channels.spi.SelectorProvider";
+    public static final String DISABLE_VARIABLE = "DISABLE_HADRONIO";
+
+    public static final int EXIT_OK = 0;
+    public static final int EXIT_FAILURE = 1;
+    public static final int EXIT_USAGE = 2;
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        if ("true".equalsIgnoreCase(System.getenv(DISABLE_VARIABLE))) {
+            System.clearProperty(PROVIDER_PROPERTY);
+        }
+        System.exit(run(args, System.in, System.out, System.err));
+    }
+
+    /** Runs one command line and returns the process exit code; never calls {@code System.exit}. */
+    public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (UsageException e) {
+            if (e.isHelpRequest()) {
+                out.println(Options.usage());
+                return EXIT_OK;
+            }
+            err.println("hadronio: " + e.getMessage());
+            err.println();
+            err.println(Options.usage());
+            return EXIT_USAGE;
+        }
+        if (options.command().isPeer()) {
+            String provider = activeProvider(err);
+            if (provider == null) {
+                return EXIT_FAILURE;
+            }
+            out.println("SelectorProvider: " + provider);
+        }
+        try {
+            dispatch(options, in, out);
+            return EXIT_OK;
+        } catch (Exception e) {
+            err.println("hadronio: " + options.command().words() + " failed: " + e.getMessage());
+            for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+                err.println("  caused by: " + cause);
+            }
+            if (e instanceof RuntimeException) {
+                e.printStackTrace(err);
+            }
+            return EXIT_FAILURE;
+        }
+    }
+
+    /** The class name of the JVM-wide provider, or null (after explaining why) if it cannot be loaded. */
+    private static String activeProvider(PrintStream err) {
+        try {
+            return SelectorProvider.provider().getClass().getName();
+        } catch (ServiceConfigurationError e) {
+            err.println("hadronio: cannot load the selector provider -D" + PROVIDER_PROPERTY + "="
+                    + System.getProperty(PROVIDER_PROPERTY) + ": "
+                    + (e.getCause() != null ? e.getCause() : e.getMessage()));
+            err.println("Is the hadroNIO jar on the class path? " + DISABLE_VARIABLE
+                    + "=true runs on the JDK's provider.");
+            return null;
+        }
+    }
+
+    private static void dispatch(Options options, InputStream in, PrintStream out) throws Exception {
+        switch (options.command()) {
+            case BLOCKING_COUNTER:
+                new CounterCommand(options, out).run();
+                break;
+            case BLOCKING_THROUGHPUT:
+            case BLOCKING_LATENCY:
+                new PeerBenchmark(options, Flavour.BLOCKING, out).run();
+                break;
+            case NETTY_HELLO:
+                new HelloCommand(options, out).run();
+                break;
+            case NETTY_ECHO:
+                new EchoCommand(options, in, out).run();
+                break;
+            case NETTY_THROUGHPUT:
+            case NETTY_LATENCY:
+                new PeerBenchmark(options, Flavour.NETTY, out).run();
+                break;
+            case BENCH:
+                new BenchCommand(options, out).run();
+                break;
+            case BENCH_COMPARE:
+            case DEMO:
+                new CompareCommand(options, out).run();
+                break;
+            default:
+                throw new IllegalStateException("unhandled command " + options.command());
+        }
+    }
+}

@@ -1,0 +1,174 @@
+package dev.hadronio.conformance;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotNull;
+import static org.junit.Assert.assertThrows;
+import static org.junit.Assert.assertTrue;
+
+import java.io.IOException;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ClosedChannelException;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.Test;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+import org.junit.runners.Parameterized.Parameters;
+
+/**
+ * Scenario 4: end of stream. A graceful close or {@code shutdownOutput()} delivers every byte written
+ * before it and then -1 (repeatedly); half-close leaves the other direction working; writing after one's
+ * own {@code shutdownOutput()} fails; {@code shutdownInput()} makes one's own reads return -1.
+ */
+@RunWith(Parameterized.class)
+public class EofTest extends AbstractConformanceTest {
+
+    @Parameters(name = "{0}")
+    public static List<Object[]> parameters() {
+        return Providers.parameters();
+    }
+
+    @Test
+    public void closeDeliversAllDataThenEndOfStream() throws Exception {
+        byte[] data = randomBytes(11, 1024 * 1024 + 3);
+        Pair pair = connectPair();
+        Background<Void> writer = background("writer", () -> {
+            writeFully(pair.server, ByteBuffer.wrap(data));
+            pair.server.close();
+            return null;
+        });
+        byte[] received = readToEnd(pair.client);
+        writer.join();
+        assertBytesEqual("data before end of stream", data, received);
+        assertEndOfStreamRepeatedly(pair);
+    }
+
+    @Test
+    public void closeWithoutDataGivesEndOfStream() throws Exception {
+        Pair pair = connectPair();
+        pair.server.close();
+        assertEndOfStreamRepeatedly(pair);
+        assertTrue("reading -1 does not close the channel", pair.client.isOpen());
+        assertTrue("reading -1 does not disconnect the channel", pair.client.isConnected());
+    }
+
+    @Test
+    public void endOfStreamIntoDirectBufferAndScatteringRead() throws Exception {
+        Pair pair = connectPair();
+        pair.server.write(ByteBuffer.wrap(new byte[] {1, 2, 3}));
+        pair.server.close();
+        ByteBuffer direct = ByteBuffer.allocateDirect(10);
+        readFully(pair.client, direct.limit(3));
+        assertEquals("direct buffer read at end of stream", -1, pair.client.read(direct.limit(10)));
+        ByteBuffer[] buffers = {ByteBuffer.allocate(4), ByteBuffer.allocateDirect(4)};
+        assertEquals("scattering read at end of stream", -1L, pair.client.read(buffers));
+        assertEquals("scattering read at end of stream leaves buffers alone", 0, buffers[0].position());
+    }
+
+    @Test
+    public void shutdownOutputIsHalfClose() throws Exception {
+        byte[] request = randomBytes(12, 300_000);
+        byte[] response = randomBytes(13, 200_000);
+        Pair pair = connectPair();
+
+        Background<Void> client = background("client-writer", () -> {
+            writeFully(pair.client, ByteBuffer.wrap(request));
+            pair.client.shutdownOutput();
+            return null;
+        });
+        byte[] serverReceived = readToEnd(pair.server);
+        client.join();
+        assertBytesEqual("bytes written before shutdownOutput()", request, serverReceived);
+        assertEquals("end of stream repeats", -1, pair.server.read(ByteBuffer.allocate(1)));
+
+        assertTrue("output shut down", pair.client.socket().isOutputShutdown());
+        assertFalse("input still open", pair.client.socket().isInputShutdown());
+        assertTrue("still connected after shutdownOutput()", pair.client.isConnected());
+        assertTrue("still open after shutdownOutput()", pair.client.isOpen());
+
+        Background<Void> server = background("server-writer", () -> {
+            writeFully(pair.server, ByteBuffer.wrap(response));
+            pair.server.close();
+            return null;
+        });
+        byte[] clientReceived = readToEnd(pair.client);
+        server.join();
+        assertBytesEqual("the side that shut down output still reads", response, clientReceived);
+    }
+
+    /**
+     * The JDK (11 to 25) throws {@link AsynchronousCloseException}, a subclass of the documented
+     * {@link ClosedChannelException}, for a write after {@code shutdownOutput()}; we match it exactly.
+     */
+    @Test
+    public void writeAfterShutdownOutputThrows() throws Exception {
+        Pair pair = connectPair();
+        pair.client.shutdownOutput();
+        assertThrowsExactly(AsynchronousCloseException.class, () -> pair.client.write(ByteBuffer.allocate(10)));
+        assertThrowsExactly(AsynchronousCloseException.class,
+                () -> pair.client.write(ByteBuffer.allocateDirect(10)));
+        assertThrowsExactly(AsynchronousCloseException.class, () -> pair.client.write(ByteBuffer.allocate(0)));
+        assertThrowsExactly(AsynchronousCloseException.class,
+                () -> pair.client.write(new ByteBuffer[] {ByteBuffer.allocate(1), ByteBuffer.allocate(2)}));
+        assertTrue("the channel stays open", pair.client.isOpen());
+        pair.client.shutdownOutput();
+        assertEquals("peer reads end of stream", -1, pair.server.read(ByteBuffer.allocate(1)));
+    }
+
+    @Test
+    public void shutdownInputMakesOwnReadsReturnEndOfStream() throws Exception {
+        Pair pair = connectPair();
+        pair.server.write(ByteBuffer.wrap(new byte[] {1, 2, 3}));
+        pair.client.shutdownInput();
+        assertTrue("input shut down", pair.client.socket().isInputShutdown());
+        assertEquals("read after shutdownInput(), even with data sent", -1, pair.client.read(ByteBuffer.allocate(8)));
+        assertEquals("read again", -1, pair.client.read(ByteBuffer.allocateDirect(8)));
+        assertEquals("scattering read", -1L, pair.client.read(new ByteBuffer[] {ByteBuffer.allocate(8)}));
+        pair.client.shutdownInput();
+
+        byte[] data = randomBytes(14, 1000);
+        writeFully(pair.client, ByteBuffer.wrap(data));
+        assertBytesEqual("output still works after shutdownInput()", data, readExactly(pair.server, data.length));
+    }
+
+    @Test
+    public void writeAfterPeerClosedEventuallyFails() throws Exception {
+        Pair pair = connectPair();
+        pair.server.close();
+        assertEquals("end of stream", -1, pair.client.read(ByteBuffer.allocate(1)));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        IOException failure = null;
+        while (failure == null && System.nanoTime() - deadline < 0) {
+            try {
+                pair.client.write(ByteBuffer.allocate(1000));
+                Thread.sleep(1);
+            } catch (IOException e) {
+                failure = e;
+            }
+        }
+        assertNotNull("writing to a closed peer fails with an IOException", failure);
+        assertFalse("the failure is not a ClosedChannelException: " + failure,
+                failure instanceof ClosedChannelException);
+        assertTrue("the JDK leaves the channel open after that failure", pair.client.isOpen());
+    }
+
+    /** {@code SO_LINGER} 0 makes {@code close()} abortive: the peer's read fails instead of returning -1. */
+    @Test
+    public void abortiveCloseMakesPeerReadFail() throws Exception {
+        Pair pair = connectPair();
+        pair.server.setOption(StandardSocketOptions.SO_LINGER, 0);
+        pair.server.close();
+        IOException failure = assertThrows(IOException.class, () -> pair.client.read(ByteBuffer.allocate(10)));
+        assertFalse("the failure is not a ClosedChannelException: " + failure,
+                failure instanceof ClosedChannelException);
+    }
+
+    private static void assertEndOfStreamRepeatedly(Pair pair) throws IOException {
+        for (int i = 0; i < 3; i++) {
+            assertEquals("read #" + i + " at end of stream", -1, pair.client.read(ByteBuffer.allocate(16)));
+        }
+    }
+}
