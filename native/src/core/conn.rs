@@ -961,8 +961,10 @@ impl Conn {
                     if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
                         if let (Some(hub), Some(me)) = (self.hub.get(), self.arc()) {
                             drop(state);
-                            self.watched.store(true, Ordering::Release);
-                            hub.watch_pending(me);
+                            if !hub.is_selector() {
+                                self.watched.store(true, Ordering::Release);
+                                hub.watch_pending(me);
+                            }
                         }
                     }
                     return Ok(src.moved());

@@ -78,6 +78,8 @@ pub struct Hub {
     follow: Condvar,
     /// Longest spin; 0 for the background hub, which never spins.
     max_spin_ns: u64,
+    /// Owned by a selector (as opposed to a blocking channel's private hub).
+    selector: bool,
 }
 
 impl Hub {
@@ -146,7 +148,15 @@ impl Hub {
             follow_lock: Mutex::new(()),
             follow: Condvar::new(),
             max_spin_ns: settings().spin_ns,
+            selector: false,
         }))
+    }
+
+    /// The hub of a selector.
+    pub fn new_for_selector() -> std::io::Result<Arc<Hub>> {
+        let mut hub = Hub::new(true)?;
+        Arc::get_mut(&mut hub).expect("a new hub is not shared").selector = true;
+        Ok(hub)
     }
 
     /// The hub of the background thread: no UCX worker, no spinning.
@@ -156,6 +166,10 @@ impl Hub {
         inner.max_spin_ns = 0;
         inner.spin_ns = AtomicU64::new(0);
         Ok(hub)
+    }
+
+    pub fn is_selector(&self) -> bool {
+        self.selector
     }
 
     pub fn worker(&self) -> Option<&Arc<Worker>> {
@@ -297,13 +311,16 @@ impl Hub {
     /// Makes progress without waiting: UCX and pending socket events. Skipped if another thread
     /// leads the hub (it makes the progress instead).
     pub fn poll_now(&self) {
+        let mut signal = false;
         if let Some(_guard) = self.leader.try_lock() {
             let progressed = self.progress();
             let events = self.dispatch_ready(Some(Duration::ZERO));
             self.progress_nested();
-            if progressed || events > 0 {
-                self.signal();
-            }
+            signal = progressed || events > 0;
+        }
+        // Followers that found the leadership taken must learn that it is free again.
+        if signal || self.followers.load(Ordering::SeqCst) > 0 {
+            self.signal();
         }
     }
 
@@ -499,6 +516,10 @@ impl Hub {
     /// Makes sure staged data of `conn` goes out even if no thread uses the hub: the background
     /// thread progresses the hub until the connection has nothing pending.
     pub fn watch_pending(self: &Arc<Hub>, conn: Arc<Conn>) {
+        if self.selector {
+            // The selector's thread progresses this hub whenever it selects.
+            return;
+        }
         let mut pending = self.pending.lock();
         if !pending.iter().any(|c| Arc::ptr_eq(c, &conn)) {
             pending.push(conn);

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use log::{debug, trace};
 use parking_lot::Mutex;
 
+use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
 use super::iov::Cursor;
 use super::protocol::{self, Addr};
@@ -163,7 +164,6 @@ struct CreditSend {
 #[derive(Clone, Copy, Debug)]
 struct Peer {
     id: u32,
-    slots: u32,
     slot_len: usize,
 }
 
@@ -175,17 +175,12 @@ pub struct Link {
     requests: Vec<Option<Request>>,
     head: usize,
     head_offset: usize,
-    /// Slot messages consumed by the application.
-    consumed: u64,
-    /// Consumed count last reported to the peer.
-    reported: u64,
-    report_every: u64,
+    /// Slot messages consumed by the application, and what the peer was told.
+    rx: RxCredits,
     ep: Option<Endpoint>,
     peer: Option<Peer>,
-    /// Slot messages sent (posted to UCX).
-    sent: u64,
-    /// Highest consumed count of our messages the peer reported.
-    peer_consumed: u64,
+    /// Our messages to the peer: sent and consumed by it.
+    tx: TxCredits,
     staged: VecDeque<Box<SendBuf>>,
     staged_bytes: usize,
     send_buffer: usize,
@@ -231,13 +226,10 @@ impl Link {
             requests: (0..count).map(|_| None).collect(),
             head: 0,
             head_offset: 0,
-            consumed: 0,
-            reported: 0,
-            report_every: (count as u64 / 4).max(1),
+            rx: RxCredits::new(slots),
             ep: None,
             peer: None,
-            sent: 0,
-            peer_consumed: 0,
+            tx: TxCredits::new(0),
             staged: VecDeque::new(),
             staged_bytes: 0,
             send_buffer: send_buffer as usize,
@@ -300,7 +292,8 @@ impl Link {
             Endpoint::connect(&self.worker, &addr.worker_address, endpoint_failed, Arc::as_ptr(&self.shared) as *mut c_void)
         }?;
         self.ep = Some(ep);
-        self.peer = Some(Peer { id: addr.tag_id, slots: addr.slots, slot_len: addr.slot_len as usize });
+        self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize });
+        self.tx = TxCredits::new(addr.slots);
         Ok(())
     }
 
@@ -332,7 +325,7 @@ impl Link {
 
     /// Slot messages consumed so far.
     pub fn consumed(&self) -> u64 {
-        self.consumed
+        self.rx.consumed()
     }
 
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
@@ -372,11 +365,11 @@ impl Link {
                 self.post(lock, self.head)?;
                 self.head = (self.head + 1) % self.shared.slots.len();
                 self.head_offset = 0;
-                self.consumed += 1;
+                self.rx.on_consumed();
             }
         }
         let read = dst.moved() - start;
-        if self.consumed - self.reported >= self.report_every || (read > 0 && !self.readable() && self.consumed > self.reported) {
+        if self.rx.should_report(read > 0 && !self.readable()) {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
         }
@@ -392,24 +385,8 @@ impl Link {
                 format!("hadroNIO protocol error: unexpected message kind {kind} for connection {dest}"),
             ));
         }
-        let consumed = protocol::unwrap_counter(self.peer_consumed, low);
-        self.take_peer_consumed(consumed)
-    }
-
-    fn take_peer_consumed(&mut self, consumed: u64) -> Result<()> {
-        if consumed > self.sent {
-            return Err(Error::new(
-                Status::Protocol,
-                format!("hadroNIO protocol error: peer returned credits for {consumed} messages, only {} were sent", self.sent),
-            ));
-        }
-        self.peer_consumed = self.peer_consumed.max(consumed);
-        Ok(())
-    }
-
-    /// Whether consumed messages were not yet reported to the peer.
-    pub fn credits_unreported(&self) -> bool {
-        self.consumed > self.reported
+        let consumed = protocol::unwrap_counter(self.tx.peer_consumed(), low);
+        self.tx.on_consumed(consumed)
     }
 
     /// Sends the consumed count to the peer in an active message (one at a time).
@@ -426,7 +403,7 @@ impl Link {
             request.free(lock);
         }
         self.credit_wanted = false;
-        self.credit.header = protocol::encode_credit(peer.id, self.consumed);
+        self.credit.header = protocol::encode_credit(peer.id, self.rx.consumed());
         self.credit.status.done.store(false, Ordering::Relaxed);
         let credit = &mut *self.credit;
         // SAFETY: the header and status live in a box owned by the link until teardown, which
@@ -442,19 +419,13 @@ impl Link {
                 return Err(Error::new(Status::Reset, format!("sending credits: {e}")));
             }
         }
-        trace!("link {}: reported {} consumed", self.shared.id, self.consumed);
-        self.reported = self.consumed;
+        trace!("link {}: reported {} consumed", self.shared.id, self.rx.consumed());
+        self.rx.on_reported();
         Ok(())
     }
 
     // --- sending ------------------------------------------------------------------------------
 
-    fn credits(&self) -> u64 {
-        match self.peer {
-            Some(peer) => (peer.slots as u64 + self.peer_consumed).saturating_sub(self.sent),
-            None => 0,
-        }
-    }
 
     /// Whether a write could take at least one byte now.
     pub fn writable(&self) -> bool {
@@ -463,7 +434,7 @@ impl Link {
 
     /// Messages sent or staged: the count the peer must consume before end of stream.
     pub fn messages_committed(&self) -> u64 {
-        self.sent + self.staged.iter().filter(|b| !b.posted).count() as u64
+        self.tx.sent() + self.staged.iter().filter(|b| !b.posted).count() as u64
     }
 
     /// Whether everything written has been handed to UCX and completed.
@@ -472,7 +443,7 @@ impl Link {
     }
 
     fn tag(&self, peer: Peer) -> u64 {
-        protocol::make_tag(peer.id, protocol::KIND_DATA, self.consumed)
+        protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed())
     }
 
     /// Writes from `src`; returns how many bytes were sent or staged (possibly 0).
@@ -485,7 +456,7 @@ impl Link {
         while src.remaining() > 0 {
             let message = src.remaining().min(peer.slot_len);
             let has_unposted = self.staged.back().is_some_and(|b| !b.posted);
-            if !has_unposted && self.credits() > 0 {
+            if !has_unposted && self.tx.available() > 0 {
                 if let Some((addr, len)) = src.chunk(message) {
                     if len == message {
                         if self.send_immediate(&lock, peer, addr, len)? {
@@ -516,8 +487,8 @@ impl Link {
         let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, ignore_send, std::ptr::null_mut()) };
         match started {
             Ok(Some(Start::Done(()))) => {
-                self.sent += 1;
-                self.reported = self.consumed;
+                self.tx.on_sent();
+                self.rx.on_reported();
                 Ok(true)
             }
             Ok(Some(Start::Pending(request))) => {
@@ -526,8 +497,8 @@ impl Link {
                 debug!("UCX returned a pending request for an immediate send");
                 lock.complete(&request);
                 request.free(lock);
-                self.sent += 1;
-                self.reported = self.consumed;
+                self.tx.on_sent();
+                self.rx.on_reported();
                 Ok(true)
             }
             Ok(None) => Ok(false),
@@ -580,8 +551,8 @@ impl Link {
         let Some(peer) = self.peer else { return Ok(()) };
         let Some(ep) = &self.ep else { return Ok(()) };
         let mut index = self.staged.iter().position(|b| !b.posted).unwrap_or(self.staged.len());
-        while index < self.staged.len() && (peer.slots as u64 + self.peer_consumed).saturating_sub(self.sent) > 0 {
-            let tag = protocol::make_tag(peer.id, protocol::KIND_DATA, self.consumed);
+        while index < self.staged.len() && self.tx.available() > 0 {
+            let tag = protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed());
             let buf = &mut self.staged[index];
             // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
             // completed (or teardown closed the endpoint, which completes it).
@@ -597,8 +568,8 @@ impl Link {
                     return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
                 }
             }
-            self.sent += 1;
-            self.reported = self.consumed;
+            self.tx.on_sent();
+            self.rx.on_reported();
             index += 1;
         }
         self.recycle(lock);
@@ -636,11 +607,11 @@ impl Link {
 
     fn flush_locked(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         let reported = self.shared.peer_consumed.load(Ordering::Acquire);
-        if reported > self.peer_consumed {
-            self.take_peer_consumed(reported)?;
+        if reported > self.tx.peer_consumed() {
+            self.tx.on_consumed(reported)?;
         }
         self.post_staged(lock)?;
-        if self.credit_wanted || (self.consumed > self.reported && !self.readable()) {
+        if self.credit_wanted || (self.rx.unreported() && !self.readable()) {
             self.report_credits(lock)?;
         }
         Ok(())

@@ -88,7 +88,7 @@ pub struct Selector {
 impl Selector {
     pub fn open() -> std::io::Result<Arc<Selector>> {
         Ok(Arc::new(Selector {
-            hub: Hub::new(true)?,
+            hub: Hub::new_for_selector()?,
             queue: Mutex::default(),
             pending: AtomicBool::new(false),
             hot: Mutex::default(),

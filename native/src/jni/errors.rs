@@ -2,7 +2,7 @@
 //! The Java side maps hot-path status codes the same way (dev.hadronio.internal.Status).
 
 use jni::objects::JThrowable;
-use jni::JNIEnv;
+use jni::JNIEnv as Env;
 
 use crate::core::error::{Error, Status};
 
@@ -24,7 +24,7 @@ fn exception_for(status: Status) -> (&'static str, bool) {
 }
 
 /// Throws the exception for `error` unless one is already pending.
-pub fn throw(env: &mut JNIEnv<'_>, error: &Error) {
+pub fn throw(env: &mut Env<'_>, error: &Error) {
     if env.exception_check().unwrap_or(true) {
         return;
     }

@@ -19,8 +19,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use jni::objects::{JByteArray, JByteBuffer, JLongArray, JObject};
-use jni::sys::{jboolean, jbyteArray, jclass, jint, jlong, jlongArray, jobject, jobjectArray, jstring, JNIEnv as RawEnv};
-use jni::JNIEnv;
+use jni::sys::{jboolean, jbyteArray, jclass, jint, jlong, jlongArray, jobject, jobjectArray, jstring, JNIEnv};
+use jni::JNIEnv as Env;
 
 use crate::config::{settings, Settings};
 use crate::core::conn::Conn;
@@ -62,9 +62,9 @@ fn hot(body: impl FnOnce() -> Result<i64, Error>) -> i64 {
 }
 
 /// Runs a slow-path body: errors are thrown as Java exceptions and `default` is returned.
-fn slow<R>(raw: *mut RawEnv, default: R, body: impl FnOnce(&mut JNIEnv<'_>) -> Result<R, Error>) -> R {
+fn slow<R>(raw: *mut JNIEnv, default: R, body: impl FnOnce(&mut Env<'_>) -> Result<R, Error>) -> R {
     // SAFETY: the JVM passes a valid `JNIEnv` pointer for the current thread.
-    let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else { return default };
+    let Ok(mut env) = (unsafe { Env::from_raw(raw) }) else { return default };
     match catch_unwind(AssertUnwindSafe(|| body(&mut env))) {
         Ok(Ok(value)) => value,
         Ok(Err(error)) => {
@@ -83,7 +83,7 @@ fn jni_error(error: jni::errors::Error) -> Error {
     Error::new(Status::Internal, format!("JNI call failed: {error}"))
 }
 
-fn address(env: &mut JNIEnv<'_>, ip: jbyteArray, scope: jint, port: jint) -> Result<SocketAddr, Error> {
+fn address(env: &mut Env<'_>, ip: jbyteArray, scope: jint, port: jint) -> Result<SocketAddr, Error> {
     // SAFETY: `ip` is a live local reference passed by the JVM for this call.
     let ip = unsafe { JByteArray::from_raw(ip) };
     let bytes = env.convert_byte_array(&ip).map_err(jni_error)?;
@@ -93,7 +93,7 @@ fn address(env: &mut JNIEnv<'_>, ip: jbyteArray, scope: jint, port: jint) -> Res
     socket_addr(&bytes, scope as u32, port as u16).ok_or_else(|| Error::invalid(format!("bad IP address length {}", bytes.len())))
 }
 
-fn address_bytes(env: &mut JNIEnv<'_>, addr: Option<SocketAddr>) -> Result<jbyteArray, Error> {
+fn address_bytes(env: &mut Env<'_>, addr: Option<SocketAddr>) -> Result<jbyteArray, Error> {
     match addr {
         None => Ok(std::ptr::null_mut()),
         Some(addr) => Ok(env.byte_array_from_slice(&encode_addr(&addr)).map_err(jni_error)?.into_raw()),
@@ -125,7 +125,7 @@ unsafe fn regions<'a>(iov: jlong, count: jint) -> Result<&'a [Region], Error> {
 /// [`crate::config::SETTING_NAMES`]) and checks that the loaded UCX can be used. Throws
 /// `IllegalStateException` on a UCX version mismatch, `IllegalArgumentException` on bad settings.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut RawEnv, _class: jclass, values: jlongArray) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _class: jclass, values: jlongArray) {
     slow(env, (), |env| {
         // SAFETY: `values` is a live local reference passed by the JVM for this call.
         let array = unsafe { JLongArray::from_raw(values) };
@@ -145,7 +145,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut RawEnv, _clas
 
 /// `static native String version()`: the library and UCX versions, and whether UCX works.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut RawEnv, _class: jclass) -> jstring {
+pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut JNIEnv, _class: jclass) -> jstring {
     slow(env, std::ptr::null_mut(), |env| {
         let (major, minor, release) = crate::ucx::runtime_version();
         let ucx = match crate::core::hub::ucx_context() {
@@ -164,7 +164,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut RawEnv, _c
 
 /// `static native String[] statusNames()`: the name of status `-(i + 1)` at index `i`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_statusNames(env: *mut RawEnv, _class: jclass) -> jobjectArray {
+pub extern "C" fn Java_dev_hadronio_internal_Native_statusNames(env: *mut JNIEnv, _class: jclass) -> jobjectArray {
     slow(env, std::ptr::null_mut(), |env| {
         let array = env
             .new_object_array(Status::ALL.len() as i32, "java/lang/String", JObject::null())
@@ -180,7 +180,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_statusNames(env: *mut RawEnv
 /// `static native String lastError()`: the message of the last hot-path failure on this thread
 /// (and forgets it), or null.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_lastError(env: *mut RawEnv, _class: jclass) -> jstring {
+pub extern "C" fn Java_dev_hadronio_internal_Native_lastError(env: *mut JNIEnv, _class: jclass) -> jstring {
     slow(env, std::ptr::null_mut(), |env| match LAST_ERROR.with(|e| e.borrow_mut().take()) {
         Some(error) => Ok(env.new_string(error.message).map_err(jni_error)?.into_raw()),
         None => Ok(std::ptr::null_mut()),
@@ -190,7 +190,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_lastError(env: *mut RawEnv, 
 /// `static native long bufferAddress(ByteBuffer direct)`: the native address of a direct buffer
 /// (used only when the address cannot be read from Java).
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_bufferAddress(env: *mut RawEnv, _class: jclass, buffer: jobject) -> jlong {
+pub extern "C" fn Java_dev_hadronio_internal_Native_bufferAddress(env: *mut JNIEnv, _class: jclass, buffer: jobject) -> jlong {
     slow(env, 0, |env| {
         // SAFETY: `buffer` is a live local reference passed by the JVM for this call.
         let buffer = unsafe { JByteBuffer::from_raw(buffer) };
@@ -204,14 +204,14 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_bufferAddress(env: *mut RawE
 /// `static native long connOpen()`: a new unconnected TCP socket; the handle is owned by the
 /// caller until `connDestroy`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connOpen(env: *mut RawEnv, _class: jclass) -> jlong {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
     slow(env, 0, |_| Ok(handle::into_handle(Conn::open()?)))
 }
 
 /// `static native void connBind(long handle, byte[] ip, int scopeId, int port)`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connBind(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     ip: jbyteArray,
@@ -229,7 +229,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connBind(
 /// on refusal, `SocketTimeoutException` when `timeoutMillis > 0` expires.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connConnect(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     ip: jbyteArray,
@@ -248,7 +248,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connConnect(
 /// `static native int connFinishConnect(long handle, boolean blocking)`: 1 connected, 0 pending.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connFinishConnect(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     blocking: jboolean,
@@ -261,7 +261,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connFinishConnect(
 /// (`EOF` at end of stream). Hot path.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connRead(
-    _env: *mut RawEnv,
+    _env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     address: jlong,
@@ -280,7 +280,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connRead(
 /// long timeoutMillis)`: scattering read into `count` `(address, length)` pairs at `iov`. Hot path.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connReadv(
-    _env: *mut RawEnv,
+    _env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     iov: jlong,
@@ -300,7 +300,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connReadv(
 /// written from native memory `address`, or a negative status. Hot path.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connWrite(
-    _env: *mut RawEnv,
+    _env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     address: jlong,
@@ -318,7 +318,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connWrite(
 /// write. Hot path.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connWritev(
-    _env: *mut RawEnv,
+    _env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     iov: jlong,
@@ -336,7 +336,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connWritev(
 /// `static native void connShutdown(long handle, boolean input, boolean output)`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connShutdown(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     input: jboolean,
@@ -358,7 +358,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connShutdown(
 /// 0 or unread data is left) and wakes threads blocked on it. The handle stays valid until
 /// `connDestroy`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connClose(env: *mut RawEnv, _class: jclass, conn: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connClose(env: *mut JNIEnv, _class: jclass, conn: jlong) {
     slow(env, (), |_| {
         handle::get::<Conn>(conn)?.close();
         Ok(())
@@ -368,7 +368,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connClose(env: *mut RawEnv, 
 /// `static native void connDestroy(long handle)`: releases the caller's handle. No other call on
 /// this handle may run concurrently or follow.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connDestroy(env: *mut RawEnv, _class: jclass, conn: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connDestroy(env: *mut JNIEnv, _class: jclass, conn: jlong) {
     slow(env, (), |_| {
         if let Ok(c) = handle::get::<Conn>(conn) {
             c.close();
@@ -380,7 +380,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connDestroy(env: *mut RawEnv
 /// `static native byte[] connLocalAddress(long handle)`: `[ip length][ip][port u16][scope u32]`,
 /// or null if unbound.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connLocalAddress(env: *mut RawEnv, _class: jclass, conn: jlong) -> jbyteArray {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connLocalAddress(env: *mut JNIEnv, _class: jclass, conn: jlong) -> jbyteArray {
     slow(env, std::ptr::null_mut(), |env| {
         let addr = handle::get::<Conn>(conn)?.local_addr()?;
         address_bytes(env, addr)
@@ -390,7 +390,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connLocalAddress(env: *mut R
 /// `static native byte[] connRemoteAddress(long handle)`: as `connLocalAddress`, null if not
 /// connected.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connRemoteAddress(env: *mut RawEnv, _class: jclass, conn: jlong) -> jbyteArray {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connRemoteAddress(env: *mut JNIEnv, _class: jclass, conn: jlong) -> jbyteArray {
     slow(env, std::ptr::null_mut(), |env| {
         let addr = handle::get::<Conn>(conn)?.remote_addr();
         address_bytes(env, addr)
@@ -400,7 +400,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connRemoteAddress(env: *mut 
 /// `static native void connSetOption(long handle, int option, int value)`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connSetOption(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     conn: jlong,
     option: jint,
@@ -411,14 +411,14 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connSetOption(
 
 /// `static native int connGetOption(long handle, int option)`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connGetOption(env: *mut RawEnv, _class: jclass, conn: jlong, option: jint) -> jint {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connGetOption(env: *mut JNIEnv, _class: jclass, conn: jlong, option: jint) -> jint {
     slow(env, 0, |_| handle::get::<Conn>(conn)?.get_option(option))
 }
 
 /// `static native String connDescribe(long handle)`: the connection's path (`ucx` or `tcp` and
 /// why) followed by UCX's description of the endpoint's transports.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_connDescribe(env: *mut RawEnv, _class: jclass, conn: jlong) -> jstring {
+pub extern "C" fn Java_dev_hadronio_internal_Native_connDescribe(env: *mut JNIEnv, _class: jclass, conn: jlong) -> jstring {
     slow(env, std::ptr::null_mut(), |env| {
         let text = handle::get::<Conn>(conn)?.describe();
         Ok(env.new_string(text).map_err(jni_error)?.into_raw())
@@ -430,7 +430,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connDescribe(env: *mut RawEn
 /// `static native long listenerOpen()`: a new unbound listening socket (owned until
 /// `listenerDestroy`).
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_listenerOpen(env: *mut RawEnv, _class: jclass) -> jlong {
+pub extern "C" fn Java_dev_hadronio_internal_Native_listenerOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
     slow(env, 0, |_| Ok(handle::into_handle(Listener::open()?)))
 }
 
@@ -438,7 +438,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerOpen(env: *mut RawEn
 /// binds and listens.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_listenerBind(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     listener: jlong,
     ip: jbyteArray,
@@ -456,7 +456,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerBind(
 /// handle of the accepted connection (owned by the caller), or 0 if none is pending.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_listenerAccept(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     listener: jlong,
     blocking: jboolean,
@@ -470,7 +470,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerAccept(
 
 /// `static native byte[] listenerLocalAddress(long handle)`: as `connLocalAddress`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_listenerLocalAddress(env: *mut RawEnv, _class: jclass, listener: jlong) -> jbyteArray {
+pub extern "C" fn Java_dev_hadronio_internal_Native_listenerLocalAddress(env: *mut JNIEnv, _class: jclass, listener: jlong) -> jbyteArray {
     slow(env, std::ptr::null_mut(), |env| {
         let addr = handle::get::<Listener>(listener)?.local_addr()?;
         address_bytes(env, addr)
@@ -480,7 +480,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerLocalAddress(env: *m
 /// `static native void listenerSetOption(long handle, int option, int value)`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_listenerSetOption(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     listener: jlong,
     option: jint,
@@ -492,7 +492,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerSetOption(
 /// `static native int listenerGetOption(long handle, int option)`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_listenerGetOption(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     listener: jlong,
     option: jint,
@@ -502,7 +502,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerGetOption(
 
 /// `static native void listenerClose(long handle)`: closes the socket; a blocked accept returns.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_listenerClose(env: *mut RawEnv, _class: jclass, listener: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_listenerClose(env: *mut JNIEnv, _class: jclass, listener: jlong) {
     slow(env, (), |_| {
         handle::get::<Listener>(listener)?.close();
         Ok(())
@@ -511,7 +511,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerClose(env: *mut RawE
 
 /// `static native void listenerDestroy(long handle)`: releases the caller's handle.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_listenerDestroy(env: *mut RawEnv, _class: jclass, listener: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_listenerDestroy(env: *mut JNIEnv, _class: jclass, listener: jlong) {
     slow(env, (), |_| {
         if let Ok(l) = handle::get::<Listener>(listener) {
             l.close();
@@ -525,7 +525,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerDestroy(env: *mut Ra
 /// `static native long selectorOpen()`: a selector with its own hub (UCX worker, epoll set);
 /// owned until `selectorDestroy`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_selectorOpen(env: *mut RawEnv, _class: jclass) -> jlong {
+pub extern "C" fn Java_dev_hadronio_internal_Native_selectorOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
     slow(env, 0, |_| {
         let selector = Selector::open().map_err(|e| Error::io("opening a selector", &e))?;
         Ok(handle::into_handle(selector))
@@ -538,7 +538,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_selectorOpen(env: *mut RawEn
 /// path; one thread at a time per selector.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_selectorSelect(
-    _env: *mut RawEnv,
+    _env: *mut JNIEnv,
     _class: jclass,
     selector: jlong,
     timeout_millis: jlong,
@@ -563,7 +563,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_selectorSelect(
 /// `static native int selectorWakeup(long handle)`: makes the current or next select return.
 /// Hot path: 0 or a negative status.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_selectorWakeup(_env: *mut RawEnv, _class: jclass, selector: jlong) -> jint {
+pub extern "C" fn Java_dev_hadronio_internal_Native_selectorWakeup(_env: *mut JNIEnv, _class: jclass, selector: jlong) -> jint {
     hot(|| {
         handle::get::<Selector>(selector)?.wakeup();
         Ok(0)
@@ -572,7 +572,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_selectorWakeup(_env: *mut Ra
 
 /// `static native void selectorClose(long handle)`.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_selectorClose(env: *mut RawEnv, _class: jclass, selector: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_selectorClose(env: *mut JNIEnv, _class: jclass, selector: jlong) {
     slow(env, (), |_| {
         handle::get::<Selector>(selector)?.close();
         Ok(())
@@ -581,7 +581,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_selectorClose(env: *mut RawE
 
 /// `static native void selectorDestroy(long handle)`: releases the caller's handle.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_selectorDestroy(env: *mut RawEnv, _class: jclass, selector: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_selectorDestroy(env: *mut JNIEnv, _class: jclass, selector: jlong) {
     slow(env, (), |_| handle::destroy::<Selector>(selector))
 }
 
@@ -590,7 +590,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_selectorDestroy(env: *mut Ra
 /// returns the key handle (owned until `keyDeregister`).
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_keyRegister(
-    env: *mut RawEnv,
+    env: *mut JNIEnv,
     _class: jclass,
     selector: jlong,
     channel: jlong,
@@ -613,7 +613,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_keyRegister(
 /// `static native int keyInterest(long key, int ops)`: sets the interest set. Hot path: 0 or a
 /// negative status.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_keyInterest(_env: *mut RawEnv, _class: jclass, key: jlong, ops: jint) -> jint {
+pub extern "C" fn Java_dev_hadronio_internal_Native_keyInterest(_env: *mut JNIEnv, _class: jclass, key: jlong, ops: jint) -> jint {
     hot(|| {
         handle::get::<Key>(key)?.set_interest(ops as u32);
         Ok(0)
@@ -623,7 +623,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_keyInterest(_env: *mut RawEn
 /// `static native void keyDeregister(long selector, long key)`: removes the registration and
 /// releases the key handle.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_keyDeregister(env: *mut RawEnv, _class: jclass, selector: jlong, key: jlong) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_keyDeregister(env: *mut JNIEnv, _class: jclass, selector: jlong, key: jlong) {
     slow(env, (), |_| {
         let selector = handle::get::<Selector>(selector)?;
         selector.deregister(handle::get::<Key>(key)?);

@@ -1,0 +1,108 @@
+//! End-to-end through the core, without a JVM: a listener and two connections on one host over
+//! real UCX (shared memory), blocking mode, checking bytes, order, end of stream and the path.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread;
+
+use hadronio::core::conn::Conn;
+use hadronio::core::error::Status;
+use hadronio::core::iov::Region;
+use hadronio::core::listener::Listener;
+
+fn region(buf: &mut [u8]) -> [Region; 1] {
+    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+}
+
+fn connected_pair() -> (Arc<Conn>, Arc<Conn>) {
+    let listener = Listener::open().unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
+    let addr = listener.local_addr().unwrap().unwrap();
+    let client = Conn::open().unwrap();
+    assert!(client.connect(&addr, true, None).unwrap());
+    let server = listener.accept(true, None).unwrap().unwrap();
+    listener.close();
+    (client, server)
+}
+
+fn read_all(conn: &Conn, expected: usize) -> Vec<u8> {
+    let mut received = Vec::with_capacity(expected);
+    let mut buf = vec![0u8; 70_000];
+    loop {
+        match conn.read(&region(&mut buf), true, None) {
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.status == Status::Eof => return received,
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+}
+
+#[test]
+fn stream_upgrades_to_shared_memory_and_ends_cleanly() {
+    let (client, server) = connected_pair();
+    let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    let writer = {
+        let client = client.clone();
+        let data = data.clone();
+        thread::spawn(move || {
+            let mut offset = 0;
+            let mut step = 1;
+            while offset < data.len() {
+                let end = (offset + step).min(data.len());
+                let mut chunk = data[offset..end].to_vec();
+                let n = client.write(&region(&mut chunk), true).unwrap();
+                assert_eq!(n, end - offset, "blocking writes write everything");
+                offset = end;
+                step = (step * 7 + 13) % 100_000 + 1;
+            }
+            client.shutdown_output().unwrap();
+        })
+    };
+    let received = read_all(&server, data.len());
+    writer.join().unwrap();
+    assert_eq!(received.len(), data.len());
+    assert!(received == data, "bytes differ");
+
+    let path = server.describe();
+    assert!(path.starts_with("ucx"), "server path: {path}");
+    assert!(
+        path.contains("posix") || path.contains("sysv") || path.contains("cma"),
+        "a connection on one host must use a shared-memory transport: {path}"
+    );
+    assert!(client.describe().starts_with("ucx"));
+
+    // The other direction still works after the half-close, then ends too.
+    let mut reply = b"done".to_vec();
+    assert_eq!(server.write(&region(&mut reply), true).unwrap(), 4);
+    server.close();
+    assert_eq!(read_all(&client, 4), b"done");
+    client.close();
+}
+
+#[test]
+fn refused_connect_is_reported() {
+    let listener = Listener::open().unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 1).unwrap();
+    let addr = listener.local_addr().unwrap().unwrap();
+    listener.close();
+    let client = Conn::open().unwrap();
+    let error = client.connect(&addr, true, None).unwrap_err();
+    assert_eq!(error.status, Status::Refused, "{error}");
+}
+
+#[test]
+fn close_wakes_a_blocked_reader() {
+    let (client, server) = connected_pair();
+    let reader = {
+        let server = server.clone();
+        thread::spawn(move || {
+            let mut buf = [0u8; 16];
+            server.read(&region(&mut buf), true, None)
+        })
+    };
+    thread::sleep(std::time::Duration::from_millis(200));
+    server.close();
+    let result = reader.join().unwrap();
+    assert_eq!(result.unwrap_err().status, Status::Closed);
+    client.close();
+}
