@@ -106,3 +106,46 @@ fn close_wakes_a_blocked_reader() {
     assert_eq!(result.unwrap_err().status, Status::Closed);
     client.close();
 }
+
+#[test]
+fn large_writes_arrive_whole_with_small_and_large_reads() {
+    let (client, server) = connected_pair();
+    let data: Vec<u8> = (0..12_000_000u32).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
+    let writer = {
+        let client = client.clone();
+        let data = data.clone();
+        thread::spawn(move || {
+            // Writes of 1 MiB, 3 MiB and odd sizes: the large-message path, in pieces of at
+            // most the peer's maximum message.
+            let sizes = [1 << 20, 3 << 20, 65_537, 40_000, 2_000_001];
+            let mut offset = 0;
+            let mut i = 0;
+            while offset < data.len() {
+                let end = (offset + sizes[i % sizes.len()]).min(data.len());
+                let mut chunk = data[offset..end].to_vec();
+                assert_eq!(client.write(&region(&mut chunk), true).unwrap(), end - offset);
+                offset = end;
+                i += 1;
+            }
+            client.shutdown_output().unwrap();
+        })
+    };
+    // Alternate tiny reads (bounce buffer) and reads big enough for whole messages.
+    let mut received = Vec::with_capacity(data.len());
+    let mut buf = vec![0u8; 4 << 20];
+    let mut round = 0;
+    loop {
+        let len = if round % 3 == 0 { 1000 } else { buf.len() };
+        round += 1;
+        match server.read(&region(&mut buf[..len]), true, None) {
+            Ok(n) => received.extend_from_slice(&buf[..n]),
+            Err(e) if e.status == Status::Eof => break,
+            Err(e) => panic!("read failed: {e}"),
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(received.len(), data.len());
+    assert!(received == data, "bytes differ");
+    client.close();
+    server.close();
+}

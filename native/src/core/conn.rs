@@ -236,7 +236,7 @@ impl Conn {
         if let Some(worker) = hub.worker() {
             if state.proto != Proto::Plain {
                 let s = settings();
-                match Link::new(worker.clone(), id, hub.touched().clone(), s.slots, s.slot_len, s.send_buffer) {
+                match Link::new(worker.clone(), hub.endpoints().clone(), id, hub.touched().clone(), s.slots, s.slot_len, s.send_buffer) {
                     Ok(link) => {
                         hub.register_link(link.shared());
                         state.link = Some(link);
@@ -443,8 +443,10 @@ impl Conn {
         if let Some(mut link) = state.link.take() {
             if let Some(hub) = self.hub.get() {
                 hub.unregister_link(state.id);
+                if !link.teardown() {
+                    hub.bury(link);
+                }
             }
-            link.teardown();
         }
     }
 
@@ -730,7 +732,7 @@ impl Conn {
         None
     }
 
-    fn read_now(&self, state: &mut State, dst: &mut Cursor<'_>) -> Result<usize> {
+    fn read_now(&self, state: &mut State, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         if state.input_shutdown {
             return Err(Error::new(Status::Eof, "input shut down"));
         }
@@ -743,7 +745,7 @@ impl Conn {
         }
         if state.rx.switched && dst.remaining() > 0 {
             if let Some(link) = &mut state.link {
-                n += link.read(dst)?;
+                n += link.read(dst, allow_user)?;
             }
         }
         if n > 0 {
@@ -777,17 +779,20 @@ impl Conn {
         if dst.remaining() == 0 {
             return Ok(0);
         }
+        // Large messages may land straight in the caller's memory when the call can wait for them.
+        let allow_user = blocking && timeout.is_none();
         let mut polled = false;
         loop {
             let hub = {
                 let mut state = self.lock();
                 if self.is_closed() {
+                    Self::abandon_user_rx(&mut state);
                     return Err(Error::closed());
                 }
                 if blocking && self.hub.get().is_none() {
                     self.ensure_bound(&mut state)?;
                 }
-                let result = self.read_now(&mut state, &mut dst);
+                let result = self.read_now(&mut state, &mut dst, allow_user);
                 match result {
                     Ok(0) => {}
                     Ok(n) => {
@@ -795,6 +800,7 @@ impl Conn {
                         return Ok(n);
                     }
                     Err(e) => {
+                        Self::abandon_user_rx(&mut state);
                         if e.status != Status::Eof {
                             self.set_fatal(&mut state, e.clone());
                         }
@@ -826,9 +832,16 @@ impl Conn {
         }
     }
 
+    /// A read is returning early (close, error): UCX must not keep writing into its memory.
+    fn abandon_user_rx(state: &mut State) {
+        if let Some(link) = &mut state.link {
+            link.abandon_user_rx();
+        }
+    }
+
     // --- writing ------------------------------------------------------------------------------
 
-    fn write_now(&self, state: &mut State, src: &mut Cursor<'_>) -> Result<()> {
+    fn write_now(&self, state: &mut State, src: &mut Cursor<'_>, blocking: bool) -> Result<()> {
         if let Some(error) = &state.fatal {
             return Err(error.clone());
         }
@@ -866,7 +879,7 @@ impl Conn {
             }
             Proto::Hadronio if state.tx.switched => {
                 if let Some(link) = &mut state.link {
-                    link.write(src)?;
+                    link.write(src, blocking)?;
                 }
                 Ok(())
             }
@@ -901,6 +914,10 @@ impl Conn {
                 Ok(())
             }
         }
+    }
+
+    fn failed(&self) -> bool {
+        self.lock().fatal.is_some()
     }
 
     /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
@@ -942,13 +959,35 @@ impl Conn {
         loop {
             let hub = {
                 let mut state = self.lock();
+                if let Some(link) = &mut state.link {
+                    if link.user_tx_pending() {
+                        if !link.user_tx_done() {
+                            // A large send from the caller's memory: wait for it even if the
+                            // channel is being closed (an abortive close makes the peer
+                            // discard it, which completes it).
+                            let waiter = link.user_tx_waiter();
+                            let hub = self.hub.get().cloned();
+                            drop(state);
+                            if let (Some(hub), Some(waiter)) = (hub, waiter) {
+                                while !waiter.done() {
+                                    hub.wait(&mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
+                                }
+                            }
+                            continue;
+                        }
+                        if let Err(e) = link.finish_user_tx() {
+                            self.set_fatal(&mut state, e.clone());
+                            return Err(e);
+                        }
+                    }
+                }
                 if self.is_closed() {
                     return Err(Error::closed());
                 }
                 if blocking && self.hub.get().is_none() {
                     self.ensure_bound(&mut state)?;
                 }
-                if let Err(e) = self.write_now(&mut state, &mut src) {
+                if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
                     if e.status != Status::OutputShutdown && e.status != Status::NotConnected {
                         self.set_fatal(&mut state, e.clone());
                     }
@@ -956,6 +995,9 @@ impl Conn {
                         return Ok(src.moved());
                     }
                     return Err(e);
+                }
+                if state.link.as_ref().is_some_and(|l| l.user_tx_pending()) {
+                    continue;
                 }
                 if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
                     if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
@@ -1060,7 +1102,7 @@ impl Conn {
             }
             if state.rx.switched {
                 if let Some(link) = &mut state.link {
-                    n += link.read(&mut dst).unwrap_or(0);
+                    n += link.read(&mut dst, false).unwrap_or(0);
                 }
             }
             if n == 0 {
@@ -1091,7 +1133,9 @@ impl Conn {
             state.tx.shutdown = true;
             self.send_fin(&mut state);
         }
-        let pending = !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle());
+        // A send from a writer's memory cannot outlive the close: abort instead of lingering.
+        let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
+        let pending = !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle() || !l.peer_caught_up());
         let hub = self.hub.get().cloned();
         match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
@@ -1140,7 +1184,7 @@ impl Conn {
             }
         }
         self.flush_socket(&mut state);
-        let idle = state.tx.out.is_empty() && state.link.as_ref().map_or(true, |l| l.tx_idle());
+        let idle = state.tx.out.is_empty() && state.link.as_ref().map_or(true, |l| l.tx_idle() && l.peer_caught_up());
         let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
         if idle || expired || state.fatal.is_some() || state.rx.eof {
             if !idle {
@@ -1164,7 +1208,11 @@ impl Conn {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
         if let Some(mut link) = state.link.take() {
-            link.teardown();
+            if !link.teardown() {
+                if let Some(hub) = self.hub.get() {
+                    hub.bury(link);
+                }
+            }
         }
         if let Some(socket) = state.socket.take() {
             if abort || unread {

@@ -21,7 +21,7 @@ use log::{debug, warn};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::conn::Conn;
-use super::link::{self, CreditSink, Shared, Touched};
+use super::link::{self, CreditSink, Endpoints, Link, Shared, Touched};
 use super::listener::Listener;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
@@ -53,6 +53,10 @@ static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 pub struct Hub {
     pub serial: u64,
+    /// Torn-down links whose sends are still in flight. Dropped first (fields drop in order).
+    graveyard: Mutex<Vec<Link>>,
+    /// Endpoints to peer workers; dropped before the worker and its AM handler.
+    endpoints: Arc<Endpoints>,
     /// Declared before `credit_sink`: the worker (and its AM handler) goes first.
     worker: Option<Arc<Worker>>,
     #[allow(dead_code)]
@@ -127,6 +131,8 @@ impl Hub {
         }
         Ok(Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            graveyard: Mutex::default(),
+            endpoints: Arc::default(),
             worker,
             credit_sink,
             epoll,
@@ -178,6 +184,18 @@ impl Hub {
 
     pub fn touched(&self) -> &Arc<Touched> {
         &self.touched
+    }
+
+    pub fn endpoints(&self) -> &Arc<Endpoints> {
+        &self.endpoints
+    }
+
+    /// Keeps a torn-down link until its in-flight sends complete.
+    pub fn bury(self: &Arc<Hub>, link: Link) {
+        self.graveyard.lock().push(link);
+        if !self.selector {
+            background().adopt(self.clone());
+        }
     }
 
     fn next_id(&self) -> u32 {
@@ -297,6 +315,10 @@ impl Hub {
         }
         if self.has_lingering.load(Ordering::Acquire) {
             self.progress_lingering();
+        }
+        let mut graveyard = self.graveyard.lock();
+        if !graveyard.is_empty() {
+            graveyard.retain_mut(|link| !link.finish_teardown());
         }
         did
     }
@@ -547,7 +569,7 @@ impl Hub {
         let still: Vec<Arc<Conn>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
         let busy = !still.is_empty();
         *self.pending.lock() = still;
-        busy || !self.lingering.lock().is_empty()
+        busy || !self.lingering.lock().is_empty() || !self.graveyard.lock().is_empty()
     }
 }
 

@@ -24,6 +24,9 @@ use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
 use super::iov::Cursor;
 use super::protocol::{self, Addr};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use crate::ucx::{self, Endpoint, Request, Start, Worker, WorkerLock};
 
 /// Connection ids whose UCX state changed during progress, collected by callbacks and handled by
@@ -51,8 +54,6 @@ pub struct Shared {
     slots: Box<[SlotStatus]>,
     /// Highest consumed count the peer reported in a credit message.
     pub peer_consumed: AtomicU64,
-    /// Non-zero: the UCX status an endpoint error was reported with.
-    pub ep_error: AtomicI32,
 }
 
 impl Shared {
@@ -136,13 +137,87 @@ unsafe extern "C" fn send_done(_request: *mut c_void, status: i8, user_data: *mu
     unsafe { &*send.owner }.touch();
 }
 
-/// Endpoint error handler: records the failure for the connection to report.
-pub unsafe extern "C" fn endpoint_failed(arg: *mut c_void, _ep: ucx1_sys::ucp_ep_h, status: i8) {
-    // SAFETY: `arg` is the link's `Shared`, which outlives its endpoint.
-    let shared = unsafe { &*(arg as *const Shared) };
+/// One UCX endpoint to a peer worker, shared by every connection between the two workers.
+///
+/// Sharing keeps endpoint lifetimes independent of connection lifetimes: UCX pairs the
+/// endpoints two workers create towards each other, and closing one discards receives that wait
+/// on its partner, so a connection must never close an endpoint another one may depend on.
+pub struct PeerEndpoint {
+    ep: OnceLock<Endpoint>,
+    failed: AtomicI32,
+    users: Mutex<Vec<u32>>,
+    touched: Arc<Touched>,
+}
+
+impl PeerEndpoint {
+    fn ep(&self) -> Option<&Endpoint> {
+        self.ep.get()
+    }
+
+    /// The UCX status the endpoint failed with, if it did (the peer is gone).
+    pub fn failure(&self) -> Option<i32> {
+        match self.failed.load(Ordering::Acquire) {
+            0 => None,
+            code => Some(code),
+        }
+    }
+}
+
+/// Endpoint error handler: marks the shared endpoint failed and wakes its connections.
+unsafe extern "C" fn peer_failed(arg: *mut c_void, _ep: ucx1_sys::ucp_ep_h, status: i8) {
+    // SAFETY: `arg` is the `PeerEndpoint` owning the endpoint; it outlives it.
+    let peer = unsafe { &*(arg as *const PeerEndpoint) };
     let code = if status == 0 { -1 } else { status as i32 };
-    shared.ep_error.store(code, Ordering::Release);
-    shared.touch();
+    peer.failed.store(code, Ordering::Release);
+    for &id in peer.users.lock().iter() {
+        peer.touched.push(id);
+    }
+}
+
+/// The endpoints of one worker, by peer worker address.
+#[derive(Default)]
+pub struct Endpoints {
+    map: Mutex<HashMap<Vec<u8>, Arc<PeerEndpoint>>>,
+}
+
+impl Endpoints {
+    /// The endpoint to the worker at `address`, created on first use; `user` is the connection
+    /// id to wake if it fails.
+    fn get(&self, worker: &Arc<Worker>, touched: &Arc<Touched>, address: &[u8], user: u32) -> ucx::Result<Arc<PeerEndpoint>> {
+        let mut map = self.map.lock();
+        if let Some(peer) = map.get(address) {
+            if peer.failure().is_none() {
+                peer.users.lock().push(user);
+                return Ok(peer.clone());
+            }
+            map.remove(address);
+        }
+        let peer = Arc::new(PeerEndpoint {
+            ep: OnceLock::new(),
+            failed: AtomicI32::new(0),
+            users: Mutex::new(vec![user]),
+            touched: touched.clone(),
+        });
+        // SAFETY: the error handler's argument is the `PeerEndpoint` that will own the endpoint
+        // and is dropped only after it.
+        let ep = unsafe { Endpoint::connect(worker, address, peer_failed, Arc::as_ptr(&peer) as *mut c_void) }?;
+        let _ = peer.ep.set(ep);
+        map.insert(address.to_vec(), peer.clone());
+        Ok(peer)
+    }
+
+    fn release(&self, peer: &Arc<PeerEndpoint>, user: u32) {
+        peer.users.lock().retain(|&u| u != user);
+    }
+
+    /// How many peer workers this worker has endpoints to.
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A staging buffer: bytes copied from the application, waiting for credits or for UCX.
@@ -165,6 +240,66 @@ struct CreditSend {
 struct Peer {
     id: u32,
     slot_len: usize,
+    max_message: usize,
+}
+
+/// Largest BODY message this side accepts (announced in ADDR).
+pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
+
+/// Completion state of a BODY receive, written by [`large_received`].
+struct LargeStatus {
+    owner: *const Shared,
+    done: AtomicBool,
+    status: AtomicI32,
+    len: AtomicUsize,
+}
+
+// SAFETY: as for `SlotStatus`.
+unsafe impl Send for LargeStatus {}
+// SAFETY: as for `SlotStatus`.
+unsafe impl Sync for LargeStatus {}
+
+unsafe extern "C" fn large_received(
+    _request: *mut c_void,
+    status: i8,
+    info: *const ucx1_sys::ucp_tag_recv_info_t,
+    user_data: *mut c_void,
+) {
+    // SAFETY: `user_data` is the boxed `LargeStatus` of the receive; it lives until the receive
+    // completed (teardown cancels and waits).
+    let large = unsafe { &*(user_data as *const LargeStatus) };
+    // SAFETY: UCX passes a valid info pointer for completed receives (null-checked anyway).
+    let len = unsafe { info.as_ref() }.map_or(0, |info| info.length as usize);
+    large.status.store(status as i32, Ordering::Relaxed);
+    large.len.store(len, Ordering::Relaxed);
+    large.done.store(true, Ordering::Release);
+    // SAFETY: the owning `Shared` outlives every pending receive.
+    unsafe { &*large.owner }.touch();
+}
+
+/// A BODY being received: into the caller's memory (blocking reads) or into the bounce buffer.
+struct LargeRx {
+    len: usize,
+    into_user: bool,
+    offset: usize,
+    status: Box<LargeStatus>,
+    request: Option<Request>,
+}
+
+/// A BODY being sent straight from the caller's memory (blocking writes).
+struct LargeTx {
+    status: Arc<SendStatus>,
+    request: Option<Request>,
+}
+
+/// Lets a blocking writer wait for its large send even after the connection was torn down.
+#[derive(Clone)]
+pub struct TxWaiter(Arc<SendStatus>);
+
+impl TxWaiter {
+    pub fn done(&self) -> bool {
+        self.0.done.load(Ordering::Acquire)
+    }
 }
 
 pub struct Link {
@@ -177,7 +312,8 @@ pub struct Link {
     head_offset: usize,
     /// Slot messages consumed by the application, and what the peer was told.
     rx: RxCredits,
-    ep: Option<Endpoint>,
+    endpoints: Arc<Endpoints>,
+    ep: Option<Arc<PeerEndpoint>>,
     peer: Option<Peer>,
     /// Our messages to the peer: sent and consumed by it.
     tx: TxCredits,
@@ -187,11 +323,27 @@ pub struct Link {
     spare: Vec<Box<SendBuf>>,
     credit: Box<CreditSend>,
     credit_wanted: bool,
+    /// The announced head message was checked (kind, piggybacked credits).
+    head_checked: bool,
+    large_rx: Option<LargeRx>,
+    rx_large_seq: u64,
+    bounce: Vec<u8>,
+    large_tx: Option<LargeTx>,
+    tx_large_seq: u64,
+    announce: Box<[u8; protocol::LARGE_PAYLOAD_LEN]>,
 }
 
 impl Link {
     /// Allocates the receive slots for connection `id` on `worker` and posts them all.
-    pub fn new(worker: Arc<Worker>, id: u32, touched: Arc<Touched>, slots: u32, slot_len: u32, send_buffer: u32) -> Result<Link> {
+    pub fn new(
+        worker: Arc<Worker>,
+        endpoints: Arc<Endpoints>,
+        id: u32,
+        touched: Arc<Touched>,
+        slots: u32,
+        slot_len: u32,
+        send_buffer: u32,
+    ) -> Result<Link> {
         let slot_len = slot_len as usize;
         let count = slots as usize;
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
@@ -210,7 +362,6 @@ impl Link {
                     })
                     .collect(),
                 peer_consumed: AtomicU64::new(0),
-                ep_error: AtomicI32::new(0),
             }
         });
         let credit = Box::new(CreditSend {
@@ -227,6 +378,7 @@ impl Link {
             head: 0,
             head_offset: 0,
             rx: RxCredits::new(slots),
+            endpoints,
             ep: None,
             peer: None,
             tx: TxCredits::new(0),
@@ -236,6 +388,13 @@ impl Link {
             spare: Vec::new(),
             credit,
             credit_wanted: false,
+            head_checked: false,
+            large_rx: None,
+            rx_large_seq: 0,
+            bounce: Vec::new(),
+            large_tx: None,
+            tx_large_seq: 0,
+            announce: Box::new([0; protocol::LARGE_PAYLOAD_LEN]),
         };
         let worker = link.worker.clone();
         let lock = worker.lock();
@@ -255,7 +414,7 @@ impl Link {
             tag_id: self.shared.id,
             slots: self.shared.slots.len() as u32,
             slot_len: self.slot_len as u32,
-            max_message: self.slot_len as u32,
+            max_message: MAX_LARGE_MESSAGE.max(self.slot_len) as u32,
             worker_address: self.worker.address().to_vec(),
         }
     }
@@ -286,13 +445,9 @@ impl Link {
 
     /// Creates the endpoint to the peer described by `addr`.
     pub fn connect(&mut self, addr: &Addr) -> std::result::Result<(), ucx::UcxError> {
-        // SAFETY: the error handler's argument is our `Shared`, which outlives the endpoint (the
-        // endpoint is dropped in `teardown` or with the link, before `shared`).
-        let ep = unsafe {
-            Endpoint::connect(&self.worker, &addr.worker_address, endpoint_failed, Arc::as_ptr(&self.shared) as *mut c_void)
-        }?;
+        let ep = self.endpoints.get(&self.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
         self.ep = Some(ep);
-        self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize });
+        self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize, max_message: addr.max_message as usize });
         self.tx = TxCredits::new(addr.slots);
         Ok(())
     }
@@ -303,24 +458,24 @@ impl Link {
 
     /// The transports UCX chose for the endpoint.
     pub fn describe(&self) -> String {
-        match &self.ep {
+        match self.ep.as_ref().and_then(|p| p.ep()) {
             Some(ep) => ep.describe(),
             None => String::from("(no endpoint)"),
         }
     }
 
     pub fn endpoint_error(&self) -> Option<i32> {
-        match self.shared.ep_error.load(Ordering::Acquire) {
-            0 => None,
-            code => Some(code),
-        }
+        self.ep.as_ref().and_then(|p| p.failure())
     }
 
     // --- receiving ----------------------------------------------------------------------------
 
-    /// Whether the next slot in order holds a message.
+    /// Whether a read would return bytes (or make progress on a BODY).
     pub fn readable(&self) -> bool {
-        self.shared.slots[self.head].done.load(Ordering::Acquire)
+        match &self.large_rx {
+            Some(large) => large.status.done.load(Ordering::Acquire),
+            None => self.shared.slots[self.head].done.load(Ordering::Acquire),
+        }
     }
 
     /// Slot messages consumed so far.
@@ -328,12 +483,56 @@ impl Link {
         self.rx.consumed()
     }
 
+    /// Whether a BODY is being received into the caller's memory (the caller must wait for it
+    /// before returning, see [`Link::large_rx_done`]).
+    pub fn user_rx_pending(&self) -> bool {
+        self.large_rx.as_ref().is_some_and(|l| l.into_user && !l.status.done.load(Ordering::Acquire))
+    }
+
+    /// Whether the BODY receive into the caller's memory finished.
+    pub fn large_rx_done(&self) -> bool {
+        self.large_rx.as_ref().map_or(true, |l| !l.into_user || l.status.done.load(Ordering::Acquire))
+    }
+
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
-    pub fn read(&mut self, dst: &mut Cursor<'_>) -> Result<usize> {
+    /// With `allow_user`, a large message may be received straight into `dst` (the call then
+    /// returns 0 with [`Link::user_rx_pending`] set, and the caller waits and calls again with the
+    /// same cursor).
+    pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
         let worker = self.worker.clone();
         let mut lock = None;
         while dst.remaining() > 0 {
+            if let Some(large) = &mut self.large_rx {
+                if !large.status.done.load(Ordering::Acquire) {
+                    break;
+                }
+                let status = large.status.status.load(Ordering::Relaxed);
+                let got = large.status.len.load(Ordering::Relaxed);
+                if status != 0 || got != large.len {
+                    return Err(Error::new(
+                        Status::Reset,
+                        format!("receiving a large message failed: {} ({got} of {} bytes)", ucx::Status(status as i8), large.len),
+                    ));
+                }
+                if large.into_user {
+                    dst.advance(large.len);
+                    large.offset = large.len;
+                } else {
+                    // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
+                    let copied = unsafe { dst.fill_from(&self.bounce[large.offset..large.len]) };
+                    large.offset += copied;
+                }
+                if large.offset == large.len {
+                    let lock = lock.get_or_insert_with(|| worker.lock());
+                    if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+                        request.free(lock);
+                    }
+                    self.rx_large_seq += 1;
+                    self.consume_head(lock)?;
+                }
+                continue;
+            }
             let slot = &self.shared.slots[self.head];
             if !slot.done.load(Ordering::Acquire) {
                 break;
@@ -348,10 +547,22 @@ impl Link {
             }
             let tag = slot.tag.load(Ordering::Relaxed);
             let len = slot.len.load(Ordering::Relaxed);
-            if self.head_offset == 0 {
+            let kind = protocol::split_tag(tag).1;
+            if !self.head_checked {
                 self.on_message_header(tag)?;
+                self.head_checked = true;
             }
             let base = self.head * self.slot_len;
+            if kind == protocol::KIND_LARGE {
+                let body = self.announced_length(base, len)?;
+                let user = match dst.chunk(body) {
+                    Some((addr, n)) if allow_user && n == body && dst.moved() == start => Some(addr),
+                    _ => None,
+                };
+                let lock = lock.get_or_insert_with(|| worker.lock());
+                self.start_large_rx(lock, body, user)?;
+                continue;
+            }
             let bytes = &self.memory[base + self.head_offset..base + len];
             // SAFETY: `dst` regions are caller memory valid for this call and distinct from the
             // ring memory.
@@ -359,13 +570,7 @@ impl Link {
             self.head_offset += copied;
             if self.head_offset == len {
                 let lock = lock.get_or_insert_with(|| worker.lock());
-                if let Some(request) = self.requests[self.head].take() {
-                    request.free(lock);
-                }
-                self.post(lock, self.head)?;
-                self.head = (self.head + 1) % self.shared.slots.len();
-                self.head_offset = 0;
-                self.rx.on_consumed();
+                self.consume_head(lock)?;
             }
         }
         let read = dst.moved() - start;
@@ -376,10 +581,96 @@ impl Link {
         Ok(read)
     }
 
+    /// Re-posts the head slot and moves on to the next one.
+    fn consume_head(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
+        if let Some(request) = self.requests[self.head].take() {
+            request.free(lock);
+        }
+        self.post(lock, self.head)?;
+        self.head = (self.head + 1) % self.shared.slots.len();
+        self.head_offset = 0;
+        self.head_checked = false;
+        self.rx.on_consumed();
+        Ok(())
+    }
+
+    /// The length of the BODY a LARGE message announces, validated.
+    fn announced_length(&self, base: usize, len: usize) -> Result<usize> {
+        if len != protocol::LARGE_PAYLOAD_LEN {
+            return Err(Error::new(Status::Protocol, format!("hadroNIO protocol error: LARGE message of {len} bytes")));
+        }
+        let body = protocol::decode_u64(&self.memory[base..base + len])? as usize;
+        let limit = MAX_LARGE_MESSAGE.max(self.slot_len);
+        if body == 0 || body > limit {
+            return Err(Error::new(
+                Status::Protocol,
+                format!("hadroNIO protocol error: LARGE message announces {body} bytes (allowed 1..={limit})"),
+            ));
+        }
+        Ok(body)
+    }
+
+    /// Posts the receive of the announced BODY, into `user` memory or the bounce buffer.
+    fn start_large_rx(&mut self, lock: &WorkerLock<'_>, len: usize, user: Option<usize>) -> Result<()> {
+        let status = Box::new(LargeStatus {
+            owner: Arc::as_ptr(&self.shared),
+            done: AtomicBool::new(false),
+            status: AtomicI32::new(0),
+            len: AtomicUsize::new(0),
+        });
+        let buffer = match user {
+            Some(addr) => addr as *mut u8,
+            None => {
+                if self.bounce.len() < len {
+                    self.bounce.resize(len, 0);
+                }
+                self.bounce.as_mut_ptr()
+            }
+        };
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        // SAFETY: the buffer (caller memory kept alive until the caller saw completion, or the
+        // bounce buffer owned by the link) and the boxed status stay valid until the receive
+        // completes; teardown cancels and waits for it.
+        let started = unsafe {
+            lock.tag_recv(buffer, len, tag, protocol::FULL_MASK, large_received, &*status as *const LargeStatus as *mut c_void)
+        };
+        let mut large = LargeRx { len, into_user: user.is_some(), offset: 0, status, request: None };
+        match started {
+            Ok(Start::Done(info)) => {
+                large.status.len.store(info.length, Ordering::Relaxed);
+                large.status.done.store(true, Ordering::Release);
+            }
+            Ok(Start::Pending(request)) => large.request = Some(request),
+            Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
+        }
+        self.large_rx = Some(large);
+        Ok(())
+    }
+
+    /// Gives up a BODY receive into caller memory (the connection is closing): cancels it and
+    /// waits until UCX no longer references that memory.
+    pub fn abandon_user_rx(&mut self) {
+        let Some(large) = &self.large_rx else { return };
+        if !large.into_user {
+            return;
+        }
+        let worker = self.worker.clone();
+        let lock = worker.lock();
+        if let Some(request) = &large.request {
+            lock.cancel(request);
+        }
+        while !large.status.done.load(Ordering::Acquire) {
+            lock.progress();
+        }
+        if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+            request.free(&lock);
+        }
+    }
+
     /// Checks the tag of a message at the head of the ring and takes its piggybacked credits.
     fn on_message_header(&mut self, tag: u64) -> Result<()> {
         let (dest, kind, low) = protocol::split_tag(tag);
-        if dest != self.shared.id || kind != protocol::KIND_DATA {
+        if dest != self.shared.id || (kind != protocol::KIND_DATA && kind != protocol::KIND_LARGE) {
             return Err(Error::new(
                 Status::Protocol,
                 format!("hadroNIO protocol error: unexpected message kind {kind} for connection {dest}"),
@@ -391,7 +682,7 @@ impl Link {
 
     /// Sends the consumed count to the peer in an active message (one at a time).
     fn report_credits(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
-        let (Some(ep), Some(peer)) = (&self.ep, self.peer) else {
+        let (Some(ep), Some(peer)) = (self.ep.as_ref().and_then(|p| p.ep()), self.peer) else {
             self.credit_wanted = true;
             return Ok(());
         };
@@ -438,31 +729,53 @@ impl Link {
     }
 
     /// Whether everything written has been handed to UCX and completed.
+    /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
+    /// discards the peer's unfinished receives of our messages when it does.
+    pub fn peer_caught_up(&self) -> bool {
+        self.peer.is_none() || self.tx.peer_consumed() >= self.tx.sent()
+    }
+
     pub fn tx_idle(&self) -> bool {
-        self.staged.is_empty() && self.credit.status.done.load(Ordering::Acquire)
+        self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.done.load(Ordering::Acquire)
     }
 
     fn tag(&self, peer: Peer) -> u64 {
         protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed())
     }
 
-    /// Writes from `src`; returns how many bytes were sent or staged (possibly 0).
-    pub fn write(&mut self, src: &mut Cursor<'_>) -> Result<usize> {
+    /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
+    /// `blocking`, a large piece may be sent straight from the caller's memory: the call then
+    /// returns with [`Link::user_tx_pending`] set and the caller must wait for it.
+    pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
         let Some(peer) = self.peer else { return Ok(0) };
         let worker = self.worker.clone();
         let lock = worker.lock();
+        if self.tx.available() == 0 || !self.staged.is_empty() {
+            // Take credits that arrived meanwhile (their callbacks only touch atomics).
+            lock.progress();
+        }
         self.flush_locked(&lock)?;
         let start = src.moved();
+        let large_min = 2 * peer.slot_len;
         while src.remaining() > 0 {
+            if self.large_tx.is_some() {
+                break;
+            }
             let message = src.remaining().min(peer.slot_len);
             let has_unposted = self.staged.back().is_some_and(|b| !b.posted);
             if !has_unposted && self.tx.available() > 0 {
-                if let Some((addr, len)) = src.chunk(message) {
-                    if len == message {
-                        if self.send_immediate(&lock, peer, addr, len)? {
+                if blocking && self.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
+                    if let Some((addr, len)) = src.chunk(peer.max_message) {
+                        if len >= large_min && self.send_large(&lock, peer, addr, len)? {
                             src.advance(len);
                             continue;
                         }
+                    }
+                }
+                if let Some((addr, len)) = src.chunk(message) {
+                    if len == message && self.send_immediate(&lock, peer, addr, len)? {
+                        src.advance(len);
+                        continue;
                     }
                 }
             }
@@ -477,10 +790,79 @@ impl Link {
         Ok(src.moved() - start)
     }
 
+    /// Sends a LARGE announcement and the BODY from the caller's memory. `Ok(false)` if the
+    /// announcement could not go out at once (nothing sent).
+    fn send_large(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
+        *self.announce = protocol::encode_u64(len as u64);
+        let tag = protocol::make_tag(peer.id, protocol::KIND_LARGE, self.rx.consumed());
+        // SAFETY: immediate-only: UCX completes (copying the 8 bytes) or does nothing.
+        let started = unsafe {
+            ep.tag_send(lock, self.announce.as_ptr(), self.announce.len(), tag, true, ignore_send, std::ptr::null_mut())
+        };
+        match started {
+            Ok(Some(Start::Done(()))) => {}
+            Ok(Some(Start::Pending(request))) => {
+                lock.complete(&request);
+                request.free(lock);
+            }
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+        }
+        self.tx.on_sent();
+        self.rx.on_reported();
+        let status = Arc::new(SendStatus { owner: Arc::as_ptr(&self.shared), done: AtomicBool::new(false), status: AtomicI32::new(0) });
+        let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx_large_seq);
+        self.tx_large_seq += 1;
+        // SAFETY: the caller's memory stays valid until the send completed: the blocking writer
+        // waits for `user_tx_pending` to clear (teardown closes the endpoint, which completes it).
+        let started = unsafe {
+            ep.tag_send(lock, addr as *const u8, len, tag, false, send_done, &*status as *const SendStatus as *mut c_void)
+        };
+        match started {
+            Ok(Some(Start::Done(()))) | Ok(None) => {}
+            Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
+            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+        }
+        Ok(true)
+    }
+
+    /// Whether a BODY is being sent from the caller's memory.
+    pub fn user_tx_pending(&self) -> bool {
+        self.large_tx.is_some()
+    }
+
+    /// A handle to wait for that send.
+    pub fn user_tx_waiter(&self) -> Option<TxWaiter> {
+        self.large_tx.as_ref().map(|l| TxWaiter(l.status.clone()))
+    }
+
+    /// Whether that send completed (then [`Link::finish_user_tx`] releases it).
+    pub fn user_tx_done(&self) -> bool {
+        self.large_tx.as_ref().map_or(true, |l| l.status.done.load(Ordering::Acquire))
+    }
+
+    /// Releases a completed BODY send; an error if it failed.
+    pub fn finish_user_tx(&mut self) -> Result<()> {
+        if !self.user_tx_done() {
+            return Ok(());
+        }
+        let Some(large) = self.large_tx.take() else { return Ok(()) };
+        let status = large.status.status.load(Ordering::Relaxed);
+        if let Some(request) = large.request {
+            let worker = self.worker.clone();
+            request.free(&worker.lock());
+        }
+        if status != 0 {
+            return Err(Error::new(Status::Reset, format!("sending a large message failed: {}", ucx::Status(status as i8))));
+        }
+        Ok(())
+    }
+
     /// Tries to send straight from the caller's memory; `Ok(false)` if UCX could not complete the
     /// send at once.
     fn send_immediate(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
-        let Some(ep) = &self.ep else { return Ok(false) };
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
         let tag = self.tag(peer);
         // SAFETY: with `immediate_only` UCX either completes (and no longer needs the memory) or
         // does nothing; the memory is valid for this call.
@@ -549,7 +931,7 @@ impl Link {
     /// Posts staged buffers while credits last.
     fn post_staged(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         let Some(peer) = self.peer else { return Ok(()) };
-        let Some(ep) = &self.ep else { return Ok(()) };
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(()) };
         let mut index = self.staged.iter().position(|b| !b.posted).unwrap_or(self.staged.len());
         while index < self.staged.len() && self.tx.available() > 0 {
             let tag = protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed());
@@ -617,14 +999,24 @@ impl Link {
         Ok(())
     }
 
-    /// Releases everything UCX still references: cancels the posted receives, closes the
-    /// endpoint (which completes pending sends) and discards messages that arrived for this
-    /// connection but were never matched.
-    pub fn teardown(&mut self) {
+    /// Releases what UCX references: cancels and waits for the posted receives, discards
+    /// messages that arrived for this connection but were never matched, and frees completed
+    /// sends. Returns false while sends are still in flight (the hub keeps the link until
+    /// [`Link::finish_teardown`] succeeds); the shared endpoint stays open for other connections.
+    pub fn teardown(&mut self) -> bool {
         let worker = self.worker.clone();
         let lock = worker.lock();
         for request in self.requests.iter().flatten() {
             lock.cancel(request);
+        }
+        if let Some(request) = self.large_rx.as_ref().and_then(|l| l.request.as_ref()) {
+            lock.cancel(request);
+        }
+        while self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.done.load(Ordering::Acquire)) {
+            lock.progress();
+        }
+        if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+            request.free(&lock);
         }
         let mut spins = 0u64;
         while self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].done.load(Ordering::Acquire)) {
@@ -637,28 +1029,76 @@ impl Link {
         for request in self.requests.iter_mut().filter_map(Option::take) {
             request.free(&lock);
         }
-        self.ep = None;
-        for mut buf in self.staged.drain(..) {
-            if let Some(request) = buf.request.take() {
-                request.free(&lock);
-            }
-        }
-        if let Some(request) = self.credit.request.take() {
-            request.free(&lock);
+        if let Some(peer) = &self.ep {
+            self.endpoints.release(peer, self.shared.id);
         }
         let mut scratch = Vec::new();
         let drained = lock.drain_unexpected(protocol::slot_tag(self.shared.id), 0xFFFF_FFFF_0000_0000, &mut scratch);
         if drained > 0 {
             debug!("link {}: discarded {drained} unread messages", self.shared.id);
         }
-        self.staged_bytes = 0;
+        drop(lock);
+        self.finish_teardown()
+    }
+
+    /// Frees sends that completed since; true when none is left (the link may be dropped).
+    pub fn finish_teardown(&mut self) -> bool {
+        let worker = self.worker.clone();
+        let lock = worker.lock();
+        if self.large_tx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
+            if let Some(request) = self.large_tx.take().and_then(|l| l.request) {
+                request.free(&lock);
+            }
+        }
+        self.staged.retain_mut(|buf| {
+            if buf.posted && !buf.status.done.load(Ordering::Acquire) {
+                return true;
+            }
+            if let Some(request) = buf.request.take() {
+                request.free(&lock);
+            }
+            false
+        });
+        self.staged_bytes = self.staged.iter().map(|b| b.data.len()).sum();
+        if self.credit.status.done.load(Ordering::Acquire) {
+            if let Some(request) = self.credit.request.take() {
+                request.free(&lock);
+            }
+        }
+        let done = self.large_tx.is_none() && self.staged.is_empty() && self.credit.request.is_none();
+        if done {
+            self.ep = None;
+        }
+        done
     }
 }
 
 impl Drop for Link {
     fn drop(&mut self) {
-        if self.requests.iter().any(Option::is_some) || self.ep.is_some() || !self.staged.is_empty() {
+        if self.requests.iter().any(Option::is_some) || self.large_rx.is_some() {
             self.teardown();
+        }
+        // Normally the hub kept the link until its sends completed. If not, wait (bounded): UCX
+        // must not touch freed buffers.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !self.finish_teardown() {
+            if std::time::Instant::now() >= deadline {
+                log::warn!("link {}: sends still in flight at drop; leaking their buffers", self.shared.id);
+                std::mem::forget(std::mem::take(&mut self.staged));
+                std::mem::forget(self.large_tx.take());
+                let credit = std::mem::replace(
+                    &mut self.credit,
+                    Box::new(CreditSend {
+                        status: SendStatus { owner: std::ptr::null(), done: AtomicBool::new(true), status: AtomicI32::new(0) },
+                        header: [0; protocol::CREDIT_HEADER_LEN],
+                        request: None,
+                    }),
+                );
+                std::mem::forget(credit);
+                std::mem::forget(self.shared.clone());
+                break;
+            }
+            self.worker.lock().progress();
         }
     }
 }

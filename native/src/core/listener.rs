@@ -114,11 +114,21 @@ impl Listener {
         }
     }
 
+    /// `OP_ACCEPT` if a connection is pending. The edge-triggered flag says "maybe"; the socket
+    /// itself is asked, so that a drained backlog is not reported again (level semantics).
     pub fn ready_ops(&self) -> u32 {
-        if self.acceptable.load(Ordering::Acquire) {
-            OP_ACCEPT
-        } else {
-            0
+        if !self.acceptable.load(Ordering::Acquire) {
+            return 0;
+        }
+        let guard = self.socket.lock();
+        let Some(socket) = guard.as_ref() else { return 0 };
+        match poller::poll(&[(socket.as_raw_fd(), libc::POLLIN)], Some(Duration::ZERO)) {
+            Ok(revents) if revents[0] & libc::POLLIN != 0 => OP_ACCEPT,
+            Ok(_) => {
+                self.acceptable.store(false, Ordering::Release);
+                0
+            }
+            Err(_) => OP_ACCEPT,
         }
     }
 
