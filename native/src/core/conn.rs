@@ -139,6 +139,7 @@ pub struct Conn {
     watched: AtomicBool,
     hub: OnceLock<Arc<Hub>>,
     keys: Mutex<Vec<Weak<Key>>>,
+    key_count: std::sync::atomic::AtomicUsize,
     weak: Weak<Conn>,
 }
 
@@ -151,6 +152,7 @@ impl Conn {
             watched: AtomicBool::new(false),
             hub: OnceLock::new(),
             keys: Mutex::default(),
+            key_count: std::sync::atomic::AtomicUsize::new(0),
             weak: weak.clone(),
         })
     }
@@ -752,6 +754,9 @@ impl Conn {
             return Ok(n);
         }
         if self.at_end(state) {
+            if let Some(link) = &mut state.link {
+                link.report_all()?;
+            }
             return Err(Error::new(Status::Eof, "end of stream"));
         }
         if let Some(error) = self.read_failure(state) {
@@ -1109,6 +1114,9 @@ impl Conn {
                 break;
             }
         }
+        if let Some(link) = &mut state.link {
+            let _ = link.report_all();
+        }
     }
 
     /// Closes the channel: graceful (FIN after pending data), abortive (RST) if unread data is
@@ -1263,6 +1271,7 @@ impl Conn {
                 return;
             }
             if let Some(link) = &mut state.link {
+                link.shared().untouch();
                 if let Err(e) = link.flush() {
                     self.set_fatal(&mut state, e);
                 }
@@ -1280,16 +1289,23 @@ impl Conn {
         let mut keys = self.keys.lock();
         keys.retain(|k| k.strong_count() > 0);
         keys.push(Arc::downgrade(key));
+        self.key_count.store(keys.len(), Ordering::Release);
     }
 
     pub fn remove_key(&self, key: &Arc<Key>) {
-        self.keys.lock().retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+        let mut keys = self.keys.lock();
+        keys.retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+        self.key_count.store(keys.len(), Ordering::Release);
     }
 
     fn notify_keys(&self) {
-        let keys: Vec<Arc<Key>> = self.keys.lock().iter().filter_map(Weak::upgrade).collect();
-        for key in keys {
-            key.notify();
+        if self.key_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        for key in self.keys.lock().iter() {
+            if let Some(key) = key.upgrade() {
+                key.notify();
+            }
         }
     }
 

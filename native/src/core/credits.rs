@@ -68,8 +68,7 @@ pub struct RxCredits {
 }
 
 impl RxCredits {
-    /// Reports go out after a quarter of the slots were consumed (at least every message for
-    /// tiny rings), or when the reader runs dry.
+    /// Reports go out after a quarter of the slots were consumed (every message for tiny rings).
     pub fn new(slots: u32) -> RxCredits {
         RxCredits { consumed: 0, reported: 0, report_every: (slots as u64 / 4).max(1) }
     }
@@ -82,10 +81,11 @@ impl RxCredits {
         self.consumed += 1;
     }
 
-    /// Whether a report should go out now; `idle`: the reader found no further message.
-    pub fn should_report(&self, idle: bool) -> bool {
-        let unreported = self.consumed - self.reported;
-        unreported >= self.report_every || (idle && unreported > 0)
+    /// Whether a report should go out now. Reports below the threshold can wait for a
+    /// message of ours to carry them: until then the sender still holds at least
+    /// `slots - report_every` credits, so it never stalls on them.
+    pub fn should_report(&self) -> bool {
+        self.consumed - self.reported >= self.report_every
     }
 
     pub fn unreported(&self) -> bool {
@@ -131,20 +131,20 @@ mod tests {
     }
 
     #[test]
-    fn receiver_reports_every_quarter_or_when_idle() {
+    fn receiver_reports_every_quarter() {
         let mut rx = RxCredits::new(8);
-        assert!(!rx.should_report(true));
+        assert!(!rx.should_report());
         rx.on_consumed();
-        assert!(!rx.should_report(false));
-        assert!(rx.should_report(true));
+        assert!(!rx.should_report());
+        assert!(rx.unreported());
         rx.on_consumed();
-        assert!(rx.should_report(false));
+        assert!(rx.should_report());
         rx.on_reported();
         assert!(!rx.unreported());
-        assert!(!rx.should_report(true));
+        assert!(!rx.should_report());
         let mut tiny = RxCredits::new(2);
         tiny.on_consumed();
-        assert!(tiny.should_report(false));
+        assert!(tiny.should_report());
     }
 
     #[test]
@@ -162,7 +162,7 @@ mod tests {
             }
             rx.on_consumed();
             in_flight -= 1;
-            if rx.should_report(in_flight == 0) {
+            if rx.should_report() {
                 tx.on_consumed(rx.consumed()).unwrap();
                 rx.on_reported();
             }

@@ -72,6 +72,7 @@ pub struct Hub {
     next_id: AtomicU32,
     spin_ns: AtomicU64,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
+    nested_count: AtomicUsize,
     lingering: Mutex<Vec<Arc<Conn>>>,
     has_lingering: AtomicBool,
     pending: Mutex<Vec<Arc<Conn>>>,
@@ -146,6 +147,7 @@ impl Hub {
             next_id: AtomicU32::new(1),
             spin_ns: AtomicU64::new(settings().spin_ns),
             nested: Mutex::default(),
+            nested_count: AtomicUsize::new(0),
             lingering: Mutex::default(),
             has_lingering: AtomicBool::new(false),
             pending: Mutex::default(),
@@ -261,6 +263,7 @@ impl Hub {
         }
         self.epoll.add(other.epoll.as_raw_fd(), poller::READABLE | poller::EDGE, TOKEN_NESTED | other.serial)?;
         nested.push((other.clone(), 1));
+        self.nested_count.store(nested.len(), Ordering::Release);
         Ok(())
     }
 
@@ -272,6 +275,7 @@ impl Hub {
                 let _ = self.epoll.delete(other.epoll.as_raw_fd());
                 nested.remove(index);
             }
+            self.nested_count.store(nested.len(), Ordering::Release);
         }
     }
 
@@ -304,9 +308,6 @@ impl Hub {
         if !touched.is_empty() {
             did = true;
             for id in touched {
-                if let Some(shared) = self.links.lock().get(&id) {
-                    shared.untouch();
-                }
                 let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_ucx_event();
@@ -324,6 +325,9 @@ impl Hub {
     }
 
     fn progress_nested(&self) {
+        if self.nested_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let nested: Vec<Arc<Hub>> = self.nested.lock().iter().map(|(h, _)| h.clone()).collect();
         for hub in nested {
             hub.poll_now();
@@ -478,7 +482,10 @@ impl Hub {
             if !spin.is_zero() {
                 let start = Instant::now();
                 let mut rounds = 0u32;
-                while start.elapsed() < spin {
+                loop {
+                    if rounds % 16 == 15 && start.elapsed() >= spin {
+                        break;
+                    }
                     if self.progress() {
                         self.signal();
                         if ready() {

@@ -574,7 +574,7 @@ impl Link {
             }
         }
         let read = dst.moved() - start;
-        if self.rx.should_report(read > 0 && !self.readable()) {
+        if self.rx.should_report() {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
         }
@@ -729,6 +729,17 @@ impl Link {
     }
 
     /// Whether everything written has been handed to UCX and completed.
+    /// Reports every consumed message now (the peer's stream ended, or we close): a closing
+    /// peer waits for the full count before it lets its endpoint go.
+    pub fn report_all(&mut self) -> Result<()> {
+        if !self.rx.unreported() {
+            return Ok(());
+        }
+        let worker = self.worker.clone();
+        let lock = worker.lock();
+        self.report_credits(&lock)
+    }
+
     /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
     /// discards the peer's unfinished receives of our messages when it does.
     pub fn peer_caught_up(&self) -> bool {
@@ -993,7 +1004,7 @@ impl Link {
             self.tx.on_consumed(reported)?;
         }
         self.post_staged(lock)?;
-        if self.credit_wanted || (self.rx.unreported() && !self.readable()) {
+        if self.credit_wanted {
             self.report_credits(lock)?;
         }
         Ok(())
