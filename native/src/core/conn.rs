@@ -285,7 +285,7 @@ impl Conn {
     /// (non-blocking).
     pub fn connect(&self, addr: &SocketAddr, blocking: bool, timeout: Option<Duration>) -> Result<bool> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        let hub = {
+        {
             let mut state = self.lock();
             if self.is_closed() || state.released {
                 return Err(Error::closed());
@@ -294,7 +294,6 @@ impl Conn {
             if !socket.accepts(addr) {
                 return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
             }
-            let hub = if blocking { Some(self.ensure_bound(&mut state)?) } else { None };
             state.remote = Some(*addr);
             let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
             match socket.connect(addr) {
@@ -314,20 +313,53 @@ impl Conn {
             if !blocking {
                 return Ok(false);
             }
-            hub
         };
-        if let Some(hub) = hub {
-            let done = hub.wait(&mut || self.is_closed() || self.connect_settled(), deadline);
+        if !self.wait_connect(deadline)? {
+            let mut state = self.lock();
+            state.phase = Phase::Failed;
+            return Err(Error::new(Status::TimedOut, "Connect timed out"));
+        }
+        self.finish_connect(true)
+    }
+
+    /// Waits for a pending connect to settle without binding the connection to a hub, so that
+    /// a channel connected in blocking mode and registered with a selector afterwards ends up on
+    /// that selector's hub. Returns false on timeout.
+    fn wait_connect(&self, deadline: Option<Instant>) -> Result<bool> {
+        const SLICE: Duration = Duration::from_millis(20);
+        loop {
             if self.is_closed() {
                 return Err(Error::closed());
             }
-            if !done {
-                let mut state = self.lock();
-                state.phase = Phase::Failed;
-                return Err(Error::new(Status::TimedOut, "connect timed out"));
+            if self.connect_settled() {
+                return Ok(true);
+            }
+            let slice = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Ok(false);
+                    }
+                    (d - now).min(SLICE)
+                }
+                None => SLICE,
+            };
+            if let Some(hub) = self.hub.get() {
+                hub.wait(&mut || self.is_closed() || self.connect_settled(), Some(Instant::now() + slice));
+                continue;
+            }
+            let fd = {
+                let state = self.lock();
+                match &state.socket {
+                    Some(socket) => socket.as_raw_fd(),
+                    None => return Err(Error::closed()),
+                }
+            };
+            let revents = poller::poll(&[(fd, libc::POLLOUT)], Some(slice)).map_err(|e| Error::io("poll", &e))?;
+            if revents[0] != 0 {
+                self.lock().io.writable = true;
             }
         }
-        self.finish_connect(true)
     }
 
     fn connect_settled(&self) -> bool {
@@ -338,7 +370,7 @@ impl Conn {
     /// Completes a pending connect: `Ok(true)` connected, `Ok(false)` still pending.
     pub fn finish_connect(&self, blocking: bool) -> Result<bool> {
         loop {
-            let hub = {
+            {
                 let mut state = self.lock();
                 if self.is_closed() {
                     return Err(Error::closed());
@@ -369,9 +401,8 @@ impl Conn {
                 if !blocking {
                     return Ok(false);
                 }
-                self.ensure_bound(&mut state)?
-            };
-            hub.wait(&mut || self.is_closed() || self.connect_settled(), None);
+            }
+            self.wait_connect(None)?;
         }
     }
 

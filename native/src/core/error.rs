@@ -125,7 +125,7 @@ impl Error {
             Some(libc::EPIPE) => "Broken pipe".to_string(),
             _ => strip_os_error(error),
         };
-        if context.is_empty() {
+        if context.is_empty() || status == Status::Bind || status == Status::Refused {
             Error::new(status, text)
         } else {
             Error::new(status, format!("{text} ({context})"))
@@ -178,7 +178,7 @@ mod tests {
     fn os_errors_map_to_statuses() {
         let refused = Error::io("connect", &io::Error::from_raw_os_error(libc::ECONNREFUSED));
         assert_eq!(refused.status, Status::Refused);
-        assert_eq!(refused.message, "Connection refused (connect)");
+        assert_eq!(refused.message, "Connection refused");
         let other = Error::io("", &io::Error::from_raw_os_error(libc::EACCES));
         assert_eq!(other.status, Status::Io);
         assert!(!other.message.contains("os error"));

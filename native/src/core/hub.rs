@@ -51,10 +51,17 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
+/// A sleep longer than this means idle, not traffic we just missed.
+const IDLE_GAP: Duration = Duration::from_millis(1);
+
+/// Minimum interval between socket event checks of non-blocking progress.
+const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
+
 pub struct Hub {
     pub serial: u64,
     /// Torn-down links whose sends are still in flight. Dropped first (fields drop in order).
     graveyard: Mutex<Vec<Link>>,
+    buried: AtomicBool,
     /// Endpoints to peer workers; dropped before the worker and its AM handler.
     endpoints: Arc<Endpoints>,
     /// Declared before `credit_sink`: the worker (and its AM handler) goes first.
@@ -69,10 +76,12 @@ pub struct Hub {
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
     listeners: Mutex<HashMap<u32, Weak<Listener>>>,
     touched: Arc<Touched>,
+    touched_spare: Mutex<Vec<u32>>,
     next_id: AtomicU32,
     spin_ns: AtomicU64,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
     nested_count: AtomicUsize,
+    last_dispatch: Mutex<Instant>,
     lingering: Mutex<Vec<Arc<Conn>>>,
     has_lingering: AtomicBool,
     pending: Mutex<Vec<Arc<Conn>>>,
@@ -133,6 +142,7 @@ impl Hub {
         Ok(Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             graveyard: Mutex::default(),
+            buried: AtomicBool::new(false),
             endpoints: Arc::default(),
             worker,
             credit_sink,
@@ -144,10 +154,12 @@ impl Hub {
             links,
             listeners: Mutex::default(),
             touched: Arc::default(),
+            touched_spare: Mutex::default(),
             next_id: AtomicU32::new(1),
             spin_ns: AtomicU64::new(settings().spin_ns),
             nested: Mutex::default(),
             nested_count: AtomicUsize::new(0),
+            last_dispatch: Mutex::new(Instant::now()),
             lingering: Mutex::default(),
             has_lingering: AtomicBool::new(false),
             pending: Mutex::default(),
@@ -195,6 +207,7 @@ impl Hub {
     /// Keeps a torn-down link until its in-flight sends complete.
     pub fn bury(self: &Arc<Hub>, link: Link) {
         self.graveyard.lock().push(link);
+        self.buried.store(true, Ordering::Release);
         if !self.selector {
             background().adopt(self.clone());
         }
@@ -304,22 +317,25 @@ impl Hub {
                 did = true;
             }
         }
-        let touched = self.touched.take();
+        let mut touched = std::mem::take(&mut *self.touched_spare.lock());
+        self.touched.take_into(&mut touched);
         if !touched.is_empty() {
             did = true;
-            for id in touched {
+            for id in touched.drain(..) {
                 let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_ucx_event();
                 }
             }
         }
+        *self.touched_spare.lock() = touched;
         if self.has_lingering.load(Ordering::Acquire) {
             self.progress_lingering();
         }
-        let mut graveyard = self.graveyard.lock();
-        if !graveyard.is_empty() {
+        if self.buried.load(Ordering::Acquire) {
+            let mut graveyard = self.graveyard.lock();
             graveyard.retain_mut(|link| !link.finish_teardown());
+            self.buried.store(!graveyard.is_empty(), Ordering::Release);
         }
         did
     }
@@ -340,7 +356,19 @@ impl Hub {
         let mut signal = false;
         if let Some(_guard) = self.leader.try_lock() {
             let progressed = self.progress();
-            let events = self.dispatch_ready(Some(Duration::ZERO));
+            // Socket events matter rarely once connections run over UCX: look at most every
+            // few microseconds, so that a busy select loop does not pay a syscall each time.
+            let now = Instant::now();
+            let events = {
+                let mut last = self.last_dispatch.lock();
+                if now.duration_since(*last) >= DISPATCH_INTERVAL {
+                    *last = now;
+                    true
+                } else {
+                    false
+                }
+            };
+            let events = if events { self.dispatch_ready(Some(Duration::ZERO)) } else { 0 };
             self.progress_nested();
             signal = progressed || events > 0;
         }
@@ -482,9 +510,16 @@ impl Hub {
             if !spin.is_zero() {
                 let start = Instant::now();
                 let mut rounds = 0u32;
+                let nested = self.nested_count.load(Ordering::Acquire) > 0;
                 loop {
                     if rounds % 16 == 15 && start.elapsed() >= spin {
                         break;
+                    }
+                    if nested {
+                        self.progress_nested();
+                        if ready() {
+                            return true;
+                        }
                     }
                     if self.progress() {
                         self.signal();
@@ -523,12 +558,12 @@ impl Hub {
         }
     }
 
-    /// Lengthens the spin window when sleeps are short (events come soon after we gave up
-    /// spinning) and shortens it when they are long (idle).
+    /// Adapts the spin window after a sleep: traffic that woke us within [`IDLE_GAP`] means we
+    /// gave up spinning too early (lengthen it, up to the configured maximum); longer sleeps
+    /// mean the connection is idle (shorten it, towards sleeping at once).
     fn adapt_spin(&self, slept: Duration, max_spin_ns: u64) {
         let current = self.spin_ns.load(Ordering::Relaxed);
-        let slept_ns = slept.as_nanos() as u64;
-        let next = if slept_ns < max_spin_ns { (current * 2 + 1_000).min(max_spin_ns) } else { current / 2 };
+        let next = if slept < IDLE_GAP { (current * 2 + 1_000).min(max_spin_ns) } else { current / 2 };
         self.spin_ns.store(next, Ordering::Relaxed);
     }
 

@@ -41,8 +41,12 @@ impl Touched {
         self.ids.lock().push(id);
     }
 
-    pub fn take(&self) -> Vec<u32> {
-        std::mem::take(&mut *self.ids.lock())
+    /// Moves the collected ids into `into` (which should be empty; its capacity is reused).
+    pub fn take_into(&self, into: &mut Vec<u32>) {
+        let mut ids = self.ids.lock();
+        if !ids.is_empty() {
+            std::mem::swap(&mut *ids, into);
+        }
     }
 }
 

@@ -76,11 +76,20 @@ impl Key {
     }
 }
 
+/// The select thread's lists; kept between selects so that selecting allocates nothing.
+#[derive(Default)]
+struct Lists {
+    /// Keys reported ready last time (re-checked: readiness is level-triggered).
+    hot: Vec<Arc<Key>>,
+    candidates: Vec<Arc<Key>>,
+    queued: Vec<Arc<Key>>,
+}
+
 pub struct Selector {
     hub: Arc<Hub>,
     queue: Mutex<Vec<Arc<Key>>>,
     pending: AtomicBool,
-    hot: Mutex<Vec<Arc<Key>>>,
+    lists: Mutex<Lists>,
     wakeup: AtomicBool,
     closed: AtomicBool,
 }
@@ -91,7 +100,7 @@ impl Selector {
             hub: Hub::new_for_selector()?,
             queue: Mutex::default(),
             pending: AtomicBool::new(false),
-            hot: Mutex::default(),
+            lists: Mutex::default(),
             wakeup: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         }))
@@ -144,7 +153,7 @@ impl Selector {
         if let Some(hub) = key.foreign.lock().take() {
             self.hub.remove_nested(&hub);
         }
-        self.hot.lock().retain(|k| !Arc::ptr_eq(k, key));
+        self.lists.lock().hot.retain(|k| !Arc::ptr_eq(k, key));
     }
 
     /// Makes a blocked or the next select return at once.
@@ -157,15 +166,23 @@ impl Selector {
         self.closed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         self.queue.lock().clear();
-        self.hot.lock().clear();
+        let mut lists = self.lists.lock();
+        lists.hot.clear();
+        lists.candidates.clear();
+        lists.queued.clear();
     }
 
     /// Writes `(index, readyOps)` pairs of ready keys into `out`; returns the number of pairs.
     /// `timeout`: `None` waits until something is ready or `wakeup`, `Some(ZERO)` does not wait.
     pub fn select(&self, timeout: Option<Duration>, out: &mut [i32]) -> usize {
+        if timeout == Some(Duration::ZERO) {
+            self.hub.poll_now();
+            let n = self.collect(out);
+            self.wakeup.store(false, Ordering::SeqCst);
+            return n;
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            self.hub.poll_now();
             let n = self.collect(out);
             let woken = self.wakeup.swap(false, Ordering::SeqCst);
             if n > 0 || woken || self.closed.load(Ordering::Acquire) {
@@ -185,13 +202,15 @@ impl Selector {
 
     fn collect(&self, out: &mut [i32]) -> usize {
         let capacity = out.len() / 2;
-        let mut candidates = std::mem::take(&mut *self.hot.lock());
-        for key in &candidates {
+        let mut lists = self.lists.lock();
+        let Lists { hot, candidates, queued } = &mut *lists;
+        std::mem::swap(hot, candidates);
+        for key in candidates.iter() {
             key.collecting.store(true, Ordering::Relaxed);
         }
         if self.pending.swap(false, Ordering::SeqCst) {
-            let queued = std::mem::take(&mut *self.queue.lock());
-            for key in queued {
+            std::mem::swap(queued, &mut *self.queue.lock());
+            for key in queued.drain(..) {
                 key.queued.store(false, Ordering::Release);
                 if !key.collecting.swap(true, Ordering::Relaxed) {
                     candidates.push(key);
@@ -199,8 +218,7 @@ impl Selector {
             }
         }
         let mut n = 0;
-        let mut hot = Vec::with_capacity(candidates.len());
-        for key in candidates {
+        for key in candidates.drain(..) {
             key.collecting.store(false, Ordering::Relaxed);
             if key.cancelled.load(Ordering::Acquire) {
                 continue;
@@ -216,7 +234,6 @@ impl Selector {
             }
             hot.push(key);
         }
-        *self.hot.lock() = hot;
         n
     }
 }

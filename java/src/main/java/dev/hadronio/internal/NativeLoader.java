@@ -5,9 +5,6 @@ import java.io.InputStream;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -138,8 +135,9 @@ public final class NativeLoader {
             Files.write(staging.resolve(".complete"), hash.getBytes(StandardCharsets.UTF_8));
             try {
                 Files.move(staging, target, StandardCopyOption.ATOMIC_MOVE);
-            } catch (FileAlreadyExistsException | DirectoryNotEmptyException | AtomicMoveNotSupportedException e) {
-                // another JVM extracted the same files first: use theirs
+            } catch (IOException e) {
+                // Another JVM extracted the same files first (rename reports "directory not
+                // empty" or "already exists"): use theirs.
                 deleteTree(staging);
                 if (!Files.isRegularFile(target.resolve(".complete"))) {
                     throw e;

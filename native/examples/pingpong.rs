@@ -1,0 +1,61 @@
+//! Round trips through the core without a JVM: `cargo run --release --example pingpong [size] [count]`.
+//! Shows what the native path costs on its own (compare with `ucx_perftest -t tag_lat`).
+
+use std::net::SocketAddr;
+use std::thread;
+use std::time::Instant;
+
+use hadronio::core::conn::Conn;
+use hadronio::core::iov::Region;
+use hadronio::core::listener::Listener;
+
+fn region(buf: &mut [u8]) -> [Region; 1] {
+    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+}
+
+fn exchange(conn: &Conn, buf: &mut [u8], first: bool) {
+    let send = |buf: &mut [u8]| {
+        let n = conn.write(&region(buf), true).expect("write");
+        assert_eq!(n, buf.len());
+    };
+    if first {
+        send(buf);
+    }
+    let mut got = 0;
+    while got < buf.len() {
+        got += conn.read(&region(&mut buf[got..]), true, None).expect("read");
+    }
+    if !first {
+        send(buf);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
+    let listener = Listener::open().expect("listener");
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 4).expect("bind");
+    let addr = listener.local_addr().unwrap().unwrap();
+    let client = Conn::open().expect("conn");
+    client.connect(&addr, true, None).expect("connect");
+    let server = listener.accept(true, None).expect("accept").expect("connection");
+    let warmup = 10_000;
+    let echo = thread::spawn(move || {
+        let mut buf = vec![0u8; size];
+        for _ in 0..warmup + count {
+            exchange(&server, &mut buf, false);
+        }
+    });
+    let mut buf = vec![0u8; size];
+    for _ in 0..warmup {
+        exchange(&client, &mut buf, true);
+    }
+    let start = Instant::now();
+    for _ in 0..count {
+        exchange(&client, &mut buf, true);
+    }
+    let elapsed = start.elapsed();
+    echo.join().unwrap();
+    println!("{size} B round trip: {:.2} us ({})", elapsed.as_secs_f64() * 1e6 / count as f64, client.describe().lines().next().unwrap_or(""));
+}
