@@ -3,6 +3,8 @@
 
 use std::sync::OnceLock;
 
+use crate::core::auth::Secret;
+
 use crate::core::protocol::{MAX_SLOTS, MAX_SLOT_LEN, MIN_SLOT_LEN};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +23,8 @@ pub struct Settings {
     pub ucx: bool,
     /// Whether sockets are dual-stack IPv6 sockets.
     pub ipv6: bool,
+    /// Shared secret both sides of an upgrade must prove (none: no authentication).
+    pub secret: Option<Secret>,
 }
 
 impl Default for Settings {
@@ -33,6 +37,7 @@ impl Default for Settings {
             linger_ms: 30_000,
             ucx: true,
             ipv6: crate::net::socket::ipv6_available(),
+            secret: None,
         }
     }
 }
@@ -45,7 +50,7 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
 impl Settings {
     /// Builds settings from the values in [`SETTING_NAMES`] order, checking every range.
-    pub fn from_values(values: &[i64]) -> Result<Settings, String> {
+    pub fn from_values(values: &[i64], secret: Option<&[u8]>) -> Result<Settings, String> {
         if values.len() != SETTING_NAMES.len() {
             return Err(format!("expected {} settings, got {}", SETTING_NAMES.len(), values.len()));
         }
@@ -65,6 +70,7 @@ impl Settings {
             linger_ms: range(4, 0, 3_600_000)? as u64,
             ucx: range(5, 0, 1)? == 1,
             ipv6: range(6, 0, 1)? == 1,
+            secret: secret.and_then(Secret::new),
         })
     }
 
@@ -86,15 +92,17 @@ mod tests {
     #[test]
     fn validates_ranges() {
         let good = [8, 16384, 262144, 50000, 1000, 1, 0];
-        let s = Settings::from_values(&good).unwrap();
+        let s = Settings::from_values(&good, Some(b"x")).unwrap();
         assert_eq!(s.slots, 8);
         assert!(s.ucx && !s.ipv6);
+        assert!(s.secret.is_some());
+        assert!(Settings::from_values(&good, Some(b"")).unwrap().secret.is_none());
         let mut bad = good;
         bad[0] = 1;
-        assert!(Settings::from_values(&bad).unwrap_err().contains("slots = 1"));
+        assert!(Settings::from_values(&bad, None).unwrap_err().contains("slots = 1"));
         let mut bad = good;
         bad[1] = 10;
-        assert!(Settings::from_values(&bad).unwrap_err().contains("slotLength"));
-        assert!(Settings::from_values(&good[..3]).is_err());
+        assert!(Settings::from_values(&bad, None).unwrap_err().contains("slotLength"));
+        assert!(Settings::from_values(&good[..3], None).is_err());
     }
 }

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use log::{debug, info, log_enabled, trace, Level};
 use parking_lot::{Mutex, MutexGuard};
 
+use super::auth;
 use super::error::{Error, Result, Status};
 use super::hub::Hub;
 use super::iov::{Cursor, Region};
@@ -93,6 +94,14 @@ struct Rx {
     eof: bool,
 }
 
+/// Progress of the shared-secret challenge-response.
+#[derive(Default)]
+struct AuthState {
+    own_challenge: Option<[u8; auth::CHALLENGE_LEN]>,
+    peer_challenge: Option<[u8; auth::CHALLENGE_LEN]>,
+    peer_verified: bool,
+}
+
 #[derive(Default)]
 struct Tx {
     /// Bytes queued for the socket (frames, or the unsent tail of one).
@@ -109,7 +118,6 @@ struct Tx {
 
 struct State {
     socket: Option<Socket>,
-    #[allow(dead_code)]
     role: Role,
     phase: Phase,
     bound_local: bool,
@@ -119,6 +127,7 @@ struct State {
     rx: Rx,
     tx: Tx,
     input_shutdown: bool,
+    auth: AuthState,
     peer_hello: Option<Hello>,
     peer_addr: Option<Addr>,
     link: Option<Link>,
@@ -169,6 +178,7 @@ impl Conn {
             rx: Rx::default(),
             tx: Tx::default(),
             input_shutdown: false,
+            auth: AuthState::default(),
             peer_hello: None,
             peer_addr: None,
             link: None,
@@ -424,9 +434,21 @@ impl Conn {
 
     fn send_hello(&self, state: &mut State) {
         let ucx = self.hub.get().map(|h| h.worker().is_some()).unwrap_or(settings().ucx) && !state.upgrade_failed;
+        let secret = settings().secret.is_some();
         state.tx.out.extend_from_slice(&MAGIC);
-        protocol::put_frame(&mut state.tx.out, FrameType::Hello, &Hello::ours(ucx).encode());
+        protocol::put_frame(&mut state.tx.out, FrameType::Hello, &Hello::ours(ucx, secret).encode());
+        if secret {
+            let challenge = auth::challenge();
+            protocol::put_frame(&mut state.tx.out, FrameType::Auth, &challenge);
+            state.auth.own_challenge = Some(challenge);
+        }
         state.tx.hello_sent = true;
+    }
+
+    /// Whether the peer may take part in the upgrade: no secret is configured, or the peer
+    /// proved it knows it.
+    fn authenticated(state: &State) -> bool {
+        settings().secret.is_none() || state.auth.peer_verified
     }
 
     /// Moves the handshake forward as far as the current state allows: ADDR, endpoint, SWITCH,
@@ -436,7 +458,7 @@ impl Conn {
             return;
         }
         if state.proto == Proto::Hadronio && state.tx.hello_sent {
-            if !state.tx.addr_sent && !state.tx.shutdown {
+            if !state.tx.addr_sent && !state.tx.shutdown && Self::authenticated(state) {
                 let peer_can = state.peer_hello.map(|h| h.capabilities & protocol::CAP_UCX != 0).unwrap_or(true);
                 if let (Some(link), true) = (&state.link, peer_can) {
                     let payload = link.local_addr().encode();
@@ -688,11 +710,60 @@ impl Conn {
                 if state.peer_hello.is_some() {
                     return protocol_error("second HELLO");
                 }
-                state.peer_hello = Some(Hello::decode(payload)?);
+                let hello = Hello::decode(payload)?;
+                let peer_auth = hello.capabilities & protocol::CAP_AUTH != 0;
+                match (settings().secret.is_some(), peer_auth) {
+                    (true, false) => {
+                        return Err(Error::new(
+                            Status::Protocol,
+                            "hadroNIO authentication failed: the peer has no shared secret (hadronio.secret) configured",
+                        ))
+                    }
+                    (false, true) => {
+                        return Err(Error::new(
+                            Status::Protocol,
+                            "hadroNIO authentication failed: the peer requires a shared secret; set hadronio.secret or HADRONIO_SECRET",
+                        ))
+                    }
+                    _ => {}
+                }
+                state.peer_hello = Some(hello);
+            }
+            FrameType::Auth => {
+                let Some(secret) = settings().secret.clone() else {
+                    return protocol_error("AUTH without a shared secret");
+                };
+                let (Some(own), true) = (state.auth.own_challenge, state.peer_hello.is_some()) else {
+                    return protocol_error("AUTH before HELLO");
+                };
+                match payload.len() {
+                    auth::CHALLENGE_LEN if state.auth.peer_challenge.is_none() => {
+                        let mut challenge = [0u8; auth::CHALLENGE_LEN];
+                        challenge.copy_from_slice(payload);
+                        let proof = auth::proof(&secret, state.role == Role::Client, &challenge, &own);
+                        protocol::put_frame(&mut state.tx.out, FrameType::Auth, &proof);
+                        state.auth.peer_challenge = Some(challenge);
+                    }
+                    auth::PROOF_LEN if state.auth.peer_challenge.is_some() && !state.auth.peer_verified => {
+                        let peer_challenge = state.auth.peer_challenge.unwrap_or_default();
+                        if !auth::verify(&secret, state.role == Role::Server, &own, &peer_challenge, payload) {
+                            return Err(Error::new(
+                                Status::Protocol,
+                                "hadroNIO authentication failed: the peer's shared secret differs",
+                            ));
+                        }
+                        state.auth.peer_verified = true;
+                        debug!("connection {}: peer authenticated", self.serial);
+                    }
+                    _ => return protocol_error("AUTH out of order"),
+                }
             }
             FrameType::Addr => {
                 if state.peer_hello.is_none() || state.peer_addr.is_some() {
                     return protocol_error("ADDR out of order");
+                }
+                if !Self::authenticated(state) {
+                    return protocol_error("ADDR before the peer authenticated");
                 }
                 state.peer_addr = Some(Addr::decode(payload)?);
             }

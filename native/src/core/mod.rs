@@ -1,5 +1,6 @@
 //! The transport core: connections, listeners, selectors and the hubs they make progress on.
 
+pub mod auth;
 pub mod conn;
 pub mod credits;
 pub mod error;

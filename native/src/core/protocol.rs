@@ -12,6 +12,7 @@
 //! | SWITCH | empty: the sender's later stream bytes travel over UCX |
 //! | FIN    | `messages: u64`: no more bytes after that many UCX messages (0 if never switched) |
 //! | CREDIT | `consumed: u64`: credits returned over TCP when no UCX endpoint exists |
+//! | AUTH   | 16 bytes: challenge, or 32 bytes: proof (see [`crate::core::auth`]) |
 //!
 //! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
 //! `dest id: 32 | kind: 2 | low: 30`. Kinds DATA (payload = stream bytes) and LARGE (payload =
@@ -29,6 +30,8 @@ pub const VERSION: u16 = 1;
 pub const MIN_VERSION: u16 = 1;
 /// Capability bit: this side can upgrade to UCX.
 pub const CAP_UCX: u32 = 1;
+/// Capability bit: this side requires authentication with a shared secret.
+pub const CAP_AUTH: u32 = 2;
 
 pub const FRAME_HEADER_LEN: usize = 8;
 /// Largest DATA frame payload.
@@ -55,6 +58,7 @@ pub enum FrameType {
     Switch = 4,
     Fin = 5,
     Credit = 6,
+    Auth = 7,
 }
 
 impl FrameType {
@@ -66,6 +70,7 @@ impl FrameType {
             4 => FrameType::Switch,
             5 => FrameType::Fin,
             6 => FrameType::Credit,
+            7 => FrameType::Auth,
             _ => return None,
         })
     }
@@ -78,6 +83,7 @@ impl FrameType {
             FrameType::Data => (1, MAX_DATA_FRAME),
             FrameType::Switch => (0, 0),
             FrameType::Fin | FrameType::Credit => (8, 8),
+            FrameType::Auth => (16, 32),
         }
     }
 }
@@ -150,8 +156,9 @@ pub struct Hello {
 }
 
 impl Hello {
-    pub fn ours(ucx: bool) -> Hello {
-        Hello { version: VERSION, min_version: MIN_VERSION, capabilities: if ucx { CAP_UCX } else { 0 } }
+    pub fn ours(ucx: bool, auth: bool) -> Hello {
+        let capabilities = if ucx { CAP_UCX } else { 0 } | if auth { CAP_AUTH } else { 0 };
+        Hello { version: VERSION, min_version: MIN_VERSION, capabilities }
     }
 
     pub fn encode(&self) -> [u8; 8] {
@@ -326,7 +333,8 @@ mod tests {
 
     #[test]
     fn hello_negotiation() {
-        let ours = Hello::ours(true);
+        let ours = Hello::ours(true, true);
+        assert_eq!(ours.capabilities, CAP_UCX | CAP_AUTH);
         assert_eq!(Hello::decode(&ours.encode()).unwrap(), ours);
         let future = Hello { version: 7, min_version: 5, capabilities: 0 };
         assert!(Hello::decode(&future.encode()).unwrap_err().0.contains("versions 5..=7"));

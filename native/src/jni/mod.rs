@@ -121,18 +121,26 @@ unsafe fn regions<'a>(iov: jlong, count: jint) -> Result<&'a [Region], Error> {
 
 // --- library -----------------------------------------------------------------------------------
 
-/// `static native void init(long[] settings)`: installs the settings (order:
-/// [`crate::config::SETTING_NAMES`]) and checks that the loaded UCX can be used. Throws
-/// `IllegalStateException` on a UCX version mismatch, `IllegalArgumentException` on bad settings.
+/// `static native void init(long[] settings, byte[] secret)`: installs the settings (order:
+/// [`crate::config::SETTING_NAMES`]) and the shared secret (null or empty: none), and checks that
+/// the loaded UCX can be used. Throws `IllegalStateException` on a UCX version mismatch,
+/// `IllegalArgumentException` on bad settings.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _class: jclass, values: jlongArray) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _class: jclass, values: jlongArray, secret: jbyteArray) {
     slow(env, (), |env| {
         // SAFETY: `values` is a live local reference passed by the JVM for this call.
         let array = unsafe { JLongArray::from_raw(values) };
         let length = env.get_array_length(&array).map_err(jni_error)?;
         let mut buffer = vec![0i64; length.max(0) as usize];
         env.get_long_array_region(&array, 0, &mut buffer).map_err(jni_error)?;
-        let wanted = Settings::from_values(&buffer).map_err(Error::invalid)?;
+        let secret = if secret.is_null() {
+            None
+        } else {
+            // SAFETY: `secret` is a live local reference passed by the JVM for this call.
+            let secret = unsafe { JByteArray::from_raw(secret) };
+            Some(env.convert_byte_array(&secret).map_err(jni_error)?)
+        };
+        let wanted = Settings::from_values(&buffer, secret.as_deref()).map_err(Error::invalid)?;
         if !Settings::install(wanted.clone()) && *settings() != wanted {
             log::debug!("hadroNIO settings were already installed; keeping the first ones");
         }

@@ -17,6 +17,8 @@ import java.util.Locale;
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
+ * <tr><td>hadronio.secret</td><td></td><td>shared secret both ends of an upgrade must prove
+ * (also {@code HADRONIO_SECRET})</td></tr>
  * </table>
  */
 public final class Config {
@@ -28,6 +30,7 @@ public final class Config {
     public static final String TRANSPORT = "hadronio.transport";
     public static final String UCX_LIBRARY = "hadronio.ucx.library";
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
+    public static final String SECRET = "hadronio.secret";
 
     /** Maximum length of a read or write buffer staged through temporary direct memory. */
     public static final int TEMPORARY_BUFFER_LIMIT = 1 << 20;
@@ -41,6 +44,7 @@ public final class Config {
     final boolean ipv6;
     final boolean systemUcx;
     final String nativeDirectory;
+    private final byte[] secret;
 
     private Config() {
         slots = (int) integer(SLOTS, 8, 2, 4096);
@@ -55,6 +59,16 @@ public final class Config {
         ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
         String directory = System.getProperty(NATIVE_DIRECTORY);
         nativeDirectory = directory == null || directory.isEmpty() ? null : directory;
+        String shared = System.getProperty(SECRET);
+        if (shared == null || shared.isEmpty()) {
+            shared = System.getenv("HADRONIO_SECRET");
+        }
+        secret = shared == null || shared.isEmpty() ? null : shared.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The shared secret's bytes, or null. */
+    byte[] secret() {
+        return secret == null ? null : secret.clone();
     }
 
     private static final class Holder {

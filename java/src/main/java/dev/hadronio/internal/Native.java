@@ -27,7 +27,7 @@ public final class Native {
     private Native() {
     }
 
-    static native void init(long[] settings);
+    static native void init(long[] settings, byte[] secret);
 
     public static native String version();
 

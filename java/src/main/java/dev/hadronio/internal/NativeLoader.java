@@ -44,7 +44,7 @@ public final class NativeLoader {
             Path directory = config.nativeDirectory() != null ? Paths.get(config.nativeDirectory()) : extract(config.systemUcx());
             loadFrom(directory, config.systemUcx());
             try {
-                Native.init(config.values());
+                Native.init(config.values(), config.secret());
             } catch (IllegalStateException e) {
                 throw new UnsatisfiedLinkError("hadroNIO cannot use the loaded UCX: " + e.getMessage());
             }

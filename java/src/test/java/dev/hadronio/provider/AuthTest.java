@@ -1,0 +1,100 @@
+package dev.hadronio.provider;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.Test;
+
+/**
+ * The shared secret ({@code hadronio.secret}) authenticates both ends of the upgrade: equal
+ * secrets upgrade to UCX; a differing or missing secret is refused with a clear error before any
+ * UCX endpoint exists.
+ */
+public class AuthTest {
+    private static Process start(String secret, String... args) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
+        command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
+        if (secret != null) {
+            command.add("-Dhadronio.secret=" + secret);
+        }
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(AuthProbe.class.getName());
+        for (String arg : args) {
+            command.add(arg);
+        }
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().remove("HADRONIO_SECRET");
+        return builder.start();
+    }
+
+    /** Runs server and client; returns their result lines ("SERVER ...", "CLIENT ..."). */
+    private static String[] exchange(String serverSecret, String clientSecret) throws Exception {
+        Process server = start(serverSecret, "server");
+        Process client = null;
+        try {
+            BufferedReader serverOut = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            String port = null;
+            String line;
+            while ((line = serverOut.readLine()) != null) {
+                if (line.startsWith("PORT ")) {
+                    port = line.substring(5);
+                    break;
+                }
+            }
+            assertTrue("server reported its port", port != null);
+            client = start(clientSecret, "client", port);
+            String clientOutput = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertTrue("client finished", client.waitFor(60, TimeUnit.SECONDS));
+            StringBuilder rest = new StringBuilder();
+            while ((line = serverOut.readLine()) != null) {
+                rest.append(line).append('\n');
+            }
+            assertTrue("server finished", server.waitFor(60, TimeUnit.SECONDS));
+            return new String[] {find(rest.toString(), "SERVER "), find(clientOutput, "CLIENT ")};
+        } finally {
+            server.destroyForcibly();
+            if (client != null) {
+                client.destroyForcibly();
+            }
+        }
+    }
+
+    private static String find(String output, String prefix) {
+        for (String line : output.split("\n")) {
+            if (line.startsWith(prefix)) {
+                return line;
+            }
+        }
+        throw new AssertionError("no " + prefix + "line in:\n" + output);
+    }
+
+    @Test
+    public void equalSecretsUpgrade() throws Exception {
+        String[] result = exchange("correct horse", "correct horse");
+        assertTrue(result[0], result[0].startsWith("SERVER echoed ") && result[0].endsWith(" path ucx"));
+        assertEquals("CLIENT read -1 path ucx", result[1]);
+    }
+
+    @Test
+    public void differingSecretIsRefused() throws Exception {
+        String[] result = exchange("correct horse", "battery staple");
+        assertTrue(result[0], result[0].contains("authentication failed: the peer's shared secret differs"));
+        assertTrue(result[1], result[1].startsWith("CLIENT error "));
+    }
+
+    @Test
+    public void missingSecretIsRefusedOnBothSides() throws Exception {
+        String[] result = exchange("correct horse", null);
+        assertTrue(result[0], result[0].contains("the peer has no shared secret"));
+        assertTrue(result[1], result[1].contains("the peer requires a shared secret"));
+    }
+}
