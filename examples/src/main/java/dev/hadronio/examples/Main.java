@@ -5,6 +5,7 @@ import dev.hadronio.examples.blocking.CounterCommand;
 import dev.hadronio.examples.cli.Options;
 import dev.hadronio.examples.cli.UsageException;
 import dev.hadronio.examples.compare.CompareCommand;
+import dev.hadronio.examples.figures.SelectorFigures;
 import dev.hadronio.examples.netty.EchoCommand;
 import dev.hadronio.examples.netty.HelloCommand;
 import dev.hadronio.examples.simple.PeerBenchmark;
@@ -115,6 +116,9 @@ public final class Main {
             case BENCH_COMPARE:
             case DEMO:
                 new CompareCommand(options, out).run();
+                break;
+            case BENCH_SELECTOR:
+                new SelectorFigures(options.connections() > 1 ? options.connections() : 1000, out).run();
                 break;
             default:
                 throw new IllegalStateException("unhandled command " + options.command());

@@ -29,6 +29,7 @@ public final class Options {
         NETTY_LATENCY("netty benchmark latency"),
         BENCH("bench"),
         BENCH_COMPARE("bench compare"),
+        BENCH_SELECTOR("bench selector"),
         DEMO("demo");
 
         private final String words;
@@ -43,7 +44,7 @@ public final class Options {
 
         /** True for the commands that run as a server or client pair. */
         public boolean isPeer() {
-            return this != BENCH_COMPARE && this != DEMO;
+            return this != BENCH_COMPARE && this != BENCH_SELECTOR && this != DEMO;
         }
     }
 
@@ -284,6 +285,10 @@ public final class Options {
                     b.command = Command.BENCH_COMPARE;
                     return 2;
                 }
+                if ("selector".equals(second)) {
+                    b.command = Command.BENCH_SELECTOR;
+                    return 2;
+                }
                 b.command = Command.BENCH;
                 return 1;
             case "demo":
@@ -344,6 +349,8 @@ public final class Options {
                 return peer;
             case BENCH_COMPARE:
                 return EnumSet.of(Opt.FILE, Opt.OUTPUT, Opt.FLAVOURS, Opt.PERFTEST, Opt.ADDRESS);
+            case BENCH_SELECTOR:
+                return EnumSet.of(Opt.CONNECTIONS);
             case DEMO:
                 return EnumSet.of(Opt.OUTPUT, Opt.FLAVOURS, Opt.PERFTEST, Opt.ADDRESS);
             default:
@@ -494,6 +501,7 @@ public final class Options {
                 "  netty benchmark throughput|latency the same benchmarks over netty, -c for many connections",
                 "  bench -s|-r ... -f run.json        one side of the benchmark harness (Observatory run description)",
                 "  bench compare -f run.json          run the harness for the JDK provider and hadroNIO side by side",
+                "  bench selector [-c n]              memory per idle connection, selectNow() cost, idle CPU; both providers",
                 "  demo                               a short JDK-vs-hadroNIO comparison on loopback with a plot",
                 "",
                 "Options:",
@@ -511,7 +519,7 @@ public final class Options {
                 "      --flavour f             bench: blocking, selector or netty (overrides the description)",
                 "      --flavours f,g          bench compare, demo: flavours to compare",
                 "      --name label            bench: result name written to the CSV files",
-                "      --perftest path         bench compare, demo: also run ucx_perftest for reference figures",
+                "      --perftest path         bench compare, demo: ucx_perftest for reference figures (default: the one built\n                              with the bundled UCX under target/release/build, if present)",
                 "  -h, --help                  this text",
                 "",
                 "The launcher enables hadroNIO with -Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider;",

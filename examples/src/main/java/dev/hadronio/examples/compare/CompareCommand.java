@@ -98,9 +98,10 @@ public final class CompareCommand {
         }
 
         List<ResultRow> rows = new ArrayList<>(ResultRow.readDirectory(dir));
-        if (options.perftest() != null) {
-            out.println("(perftest) " + options.perftest());
-            rows.addAll(new Perftest(options.perftest(), dir.resolve("logs"), out).run(d));
+        Path perftest = options.perftest() != null ? options.perftest() : Perftest.bundled();
+        if (perftest != null) {
+            out.println("(perftest) " + perftest);
+            rows.addAll(new Perftest(perftest, dir.resolve("logs"), out).run(d));
         }
 
         out.println();
@@ -112,7 +113,7 @@ public final class CompareCommand {
         }
         out.println();
         out.print(ComparisonTable.format(rows, flavours));
-        if (options.perftest() == null) {
+        if (perftest == null) {
             out.println("(no ucx_perftest figures: pass --perftest /path/to/ucx_perftest)");
         }
         if (!rows.isEmpty()) {

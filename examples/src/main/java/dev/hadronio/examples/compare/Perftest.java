@@ -38,6 +38,29 @@ final class Perftest {
     private final Path logs;
     private final PrintStream out;
 
+    /**
+     * The ucx_perftest built with hadroNIO's bundled UCX (cargo's build directory of ucx1-sys under
+     * the working directory's {@code target/release/build}), the newest if there are several;
+     * null if there is none.
+     */
+    static Path bundled() {
+        java.io.File build = new java.io.File("target/release/build");
+        java.io.File[] candidates = build.listFiles((dir, name) -> name.startsWith("ucx1-sys-"));
+        if (candidates == null) {
+            return null;
+        }
+        Path best = null;
+        long newest = Long.MIN_VALUE;
+        for (java.io.File candidate : candidates) {
+            java.io.File executable = new java.io.File(candidate, "out/bin/ucx_perftest");
+            if (executable.canExecute() && executable.lastModified() > newest) {
+                newest = executable.lastModified();
+                best = executable.toPath();
+            }
+        }
+        return best;
+    }
+
     Perftest(Path executable, Path logs, PrintStream out) {
         this.executable = executable;
         this.logs = logs;

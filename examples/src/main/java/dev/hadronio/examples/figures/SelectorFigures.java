@@ -1,0 +1,302 @@
+package dev.hadronio.examples.figures;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.spi.SelectorProvider;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What many connections on one selector cost: native memory per idle connection, the time of
+ * {@code selectNow()} with 1000 registered connections, and the CPU a JVM uses while it holds 100
+ * idle connections in {@code select()} for 10 s. Each provider runs in its own pair of JVMs (a
+ * holder and a peer), so the JDK's figures come from the same run.
+ *
+ * <p>{@code hadronio bench selector [-c connections]}
+ */
+public final class SelectorFigures {
+    static final String PREFIX = "FIGURE ";
+    private static final int IDLE_CONNECTIONS = 100;
+    private static final int IDLE_SECONDS = 10;
+    private static final int SELECT_NOW_CALLS = 200_000;
+
+    private final int connections;
+    private final PrintStream out;
+
+    public SelectorFigures(int connections, PrintStream out) {
+        this.connections = Math.max(connections, IDLE_CONNECTIONS);
+        this.out = out;
+    }
+
+    /** Runs holder and peer for the JDK's provider and for hadroNIO and prints the table. */
+    public void run() throws Exception {
+        Map<String, Map<String, Double>> results = new LinkedHashMap<>();
+        for (boolean hadronio : new boolean[] {false, true}) {
+            String label = hadronio ? "hadroNIO" : "JDK";
+            out.println("(" + (hadronio ? 2 : 1) + "/2) " + label + ": " + connections + " connections, then "
+                + IDLE_CONNECTIONS + " idle for " + IDLE_SECONDS + " s");
+            results.put(label, measure(hadronio));
+        }
+        out.println();
+        out.println("Selector figures (" + connections + " connections on one selector; lower is better):");
+        String format = "%-44s %14s %14s %10s%n";
+        out.printf(Locale.ROOT, format, "figure", "JDK", "hadroNIO", "ratio");
+        out.println("-".repeat(85));
+        row(format, "native memory per idle connection", "memoryPerConnection", results, "KiB", 1.0 / 1024);
+        row(format, "selectNow() with " + connections + " registered", "selectNowNanos", results, "ns", 1);
+        row(format, "CPU, " + IDLE_CONNECTIONS + " idle connections, " + IDLE_SECONDS + " s", "idleCpuPercent", results, "%", 1);
+    }
+
+    private void row(String format, String name, String key, Map<String, Map<String, Double>> results, String unit, double scale) {
+        Double jdk = results.get("JDK").get(key);
+        Double ours = results.get("hadroNIO").get(key);
+        out.printf(Locale.ROOT, format, name, value(jdk, unit, scale), value(ours, unit, scale),
+            jdk != null && ours != null && ours != 0 ? String.format(Locale.ROOT, "%.2fx", jdk / ours) : "n/a");
+    }
+
+    private static String value(Double v, String unit, double scale) {
+        return v == null ? "n/a" : String.format(Locale.ROOT, "%.1f %s", v * scale, unit);
+    }
+
+    private Map<String, Double> measure(boolean hadronio) throws Exception {
+        Process peer = child(hadronio, "peer", "0");
+        Process holder = null;
+        try {
+            BufferedReader peerOut = new BufferedReader(new InputStreamReader(peer.getInputStream(), StandardCharsets.UTF_8));
+            String port = null;
+            for (String line; (line = peerOut.readLine()) != null; ) {
+                if (line.startsWith("PORT ")) {
+                    port = line.substring(5);
+                    break;
+                }
+            }
+            if (port == null) {
+                throw new IOException("the peer JVM did not start");
+            }
+            holder = child(hadronio, "holder", port);
+            Map<String, Double> figures = new LinkedHashMap<>();
+            BufferedReader holderOut = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8));
+            for (String line; (line = holderOut.readLine()) != null; ) {
+                if (line.startsWith(PREFIX)) {
+                    String[] parts = line.substring(PREFIX.length()).split(" ");
+                    figures.put(parts[0], Double.parseDouble(parts[1]));
+                    out.println("  " + parts[0] + " = " + parts[1]);
+                } else {
+                    out.println("  " + line);
+                }
+            }
+            if (!holder.waitFor(120, TimeUnit.SECONDS) || holder.exitValue() != 0) {
+                throw new IOException("the holder JVM failed");
+            }
+            return figures;
+        } finally {
+            if (holder != null) {
+                holder.destroyForcibly();
+            }
+            peer.destroyForcibly();
+        }
+    }
+
+    private static Process child(boolean hadronio, String role, String port) throws IOException {
+        List<String> command = new ArrayList<>();
+        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        command.add("-Xmx512m");
+        if (hadronio) {
+            command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
+        }
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(SelectorFigures.class.getName());
+        command.add(role);
+        command.add(port);
+        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+        builder.environment().remove("DISABLE_HADRONIO");
+        return builder.start();
+    }
+
+    /** Child entry point: {@code peer 0} or {@code holder PORT [connections]}. */
+    public static void main(String[] args) throws Exception {
+        if (args[0].equals("peer")) {
+            peer();
+        } else {
+            holder(Integer.parseInt(args[1]), args.length > 2 ? Integer.parseInt(args[2]) : 1000);
+        }
+    }
+
+    /** Accepts connections and echoes whatever arrives, until standard input closes. */
+    private static void peer() throws IOException {
+        ServerSocketChannel server = SelectorProvider.provider().openServerSocketChannel();
+        server.bind(new InetSocketAddress("127.0.0.1", 0), 2048);
+        server.configureBlocking(false);
+        Selector selector = SelectorProvider.provider().openSelector();
+        server.register(selector, SelectionKey.OP_ACCEPT);
+        System.out.println("PORT " + ((InetSocketAddress) server.getLocalAddress()).getPort());
+        System.out.flush();
+        Thread watchdog = new Thread(() -> {
+            try {
+                while (System.in.read() >= 0) {
+                    // wait for the parent to go away
+                }
+            } catch (IOException ignored) {
+                // parent gone
+            }
+            Runtime.getRuntime().halt(0);
+        });
+        watchdog.setDaemon(true);
+        watchdog.start();
+        ByteBuffer buffer = ByteBuffer.allocateDirect(64);
+        while (true) {
+            selector.select();
+            Iterator<SelectionKey> keys = selector.selectedKeys().iterator();
+            while (keys.hasNext()) {
+                SelectionKey key = keys.next();
+                keys.remove();
+                if (key.isAcceptable()) {
+                    SocketChannel channel;
+                    while ((channel = server.accept()) != null) {
+                        channel.configureBlocking(false);
+                        channel.register(selector, SelectionKey.OP_READ);
+                    }
+                } else if (key.isReadable()) {
+                    SocketChannel channel = (SocketChannel) key.channel();
+                    buffer.clear();
+                    int n;
+                    try {
+                        n = channel.read(buffer);
+                    } catch (IOException e) {
+                        n = -1;
+                    }
+                    if (n < 0) {
+                        key.cancel();
+                        channel.close();
+                    } else if (n > 0) {
+                        buffer.flip();
+                        channel.write(buffer);
+                    }
+                }
+            }
+        }
+    }
+
+    private static void holder(int port, int count) throws Exception {
+        InetSocketAddress address = new InetSocketAddress("127.0.0.1", port);
+        // Warm up: code paths, the selector's worker, thread-local buffers.
+        Selector selector = Selector.open();
+        List<SocketChannel> warm = open(address, 20, selector);
+        for (SocketChannel channel : warm) {
+            channel.close();
+        }
+        selector.selectNow();
+        settle();
+        long before = residentBytes();
+        List<SocketChannel> channels = open(address, count, selector);
+        settle();
+        long after = residentBytes();
+        figure("memoryPerConnection", (after - before) / (double) count);
+        figure("openFileDescriptors", fileDescriptors());
+
+        for (int i = 0; i < 20_000; i++) {
+            selector.selectNow();
+        }
+        long start = System.nanoTime();
+        for (int i = 0; i < SELECT_NOW_CALLS; i++) {
+            selector.selectNow();
+        }
+        figure("selectNowNanos", (System.nanoTime() - start) / (double) SELECT_NOW_CALLS);
+
+        while (channels.size() > IDLE_CONNECTIONS) {
+            channels.remove(channels.size() - 1).close();
+        }
+        selector.selectNow();
+        settle();
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        long cpuStart = os.getProcessCpuTime();
+        long wallStart = System.nanoTime();
+        long deadline = wallStart + TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
+        while (System.nanoTime() < deadline) {
+            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+            selector.selectedKeys().clear();
+        }
+        long cpu = os.getProcessCpuTime() - cpuStart;
+        figure("idleCpuPercent", 100.0 * cpu / (System.nanoTime() - wallStart));
+        for (SocketChannel channel : channels) {
+            channel.close();
+        }
+        selector.close();
+    }
+
+    /** Opens {@code count} connections, registers them, and completes one echo on each. */
+    private static List<SocketChannel> open(InetSocketAddress address, int count, Selector selector) throws IOException {
+        List<SocketChannel> channels = new ArrayList<>();
+        ByteBuffer one = ByteBuffer.allocateDirect(1);
+        for (int i = 0; i < count; i++) {
+            SocketChannel channel = SocketChannel.open(address);
+            channel.configureBlocking(false);
+            channel.register(selector, SelectionKey.OP_READ);
+            one.clear();
+            channel.write(one);
+            channels.add(channel);
+        }
+        int echoed = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (echoed < count && System.nanoTime() < deadline) {
+            selector.select(1000);
+            for (SelectionKey key : selector.selectedKeys()) {
+                one.clear();
+                if (((SocketChannel) key.channel()).read(one) > 0) {
+                    echoed++;
+                }
+            }
+            selector.selectedKeys().clear();
+        }
+        if (echoed < count) {
+            throw new IOException("only " + echoed + " of " + count + " connections echoed");
+        }
+        return channels;
+    }
+
+    private static void settle() throws InterruptedException {
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(300);
+        }
+    }
+
+    private static long residentBytes() throws IOException {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+            }
+        }
+        return -1;
+    }
+
+    private static int fileDescriptors() {
+        String[] entries = new File("/proc/self/fd").list();
+        return entries == null ? -1 : entries.length;
+    }
+
+    private static void figure(String name, double value) {
+        System.out.println(PREFIX + name + " " + value);
+        System.out.flush();
+    }
+}
