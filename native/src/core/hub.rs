@@ -317,6 +317,9 @@ impl Hub {
                 did = true;
             }
         }
+        if !self.touched.any() {
+            return self.progress_rest(did);
+        }
         let mut touched = std::mem::take(&mut *self.touched_spare.lock());
         self.touched.take_into(&mut touched);
         if !touched.is_empty() {
@@ -329,6 +332,11 @@ impl Hub {
             }
         }
         *self.touched_spare.lock() = touched;
+        self.progress_rest(did)
+    }
+
+    /// The rare parts of progress: lingering closes and links waiting for their sends.
+    fn progress_rest(&self, did: bool) -> bool {
         if self.has_lingering.load(Ordering::Acquire) {
             self.progress_lingering();
         }

@@ -34,16 +34,24 @@ use crate::ucx::{self, Endpoint, Request, Start, Worker, WorkerLock};
 #[derive(Default)]
 pub struct Touched {
     ids: Mutex<Vec<u32>>,
+    any: AtomicBool,
 }
 
 impl Touched {
     pub fn push(&self, id: u32) {
         self.ids.lock().push(id);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Whether ids were pushed since the last `take_into` (cheap; no lock).
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
     }
 
     /// Moves the collected ids into `into` (which should be empty; its capacity is reused).
     pub fn take_into(&self, into: &mut Vec<u32>) {
         let mut ids = self.ids.lock();
+        self.any.store(false, Ordering::Release);
         if !ids.is_empty() {
             std::mem::swap(&mut *ids, into);
         }
