@@ -25,7 +25,7 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::auth;
 use super::error::{Error, Result, Status};
-use super::hub::Hub;
+use super::hub::{background, Hub};
 use super::iov::{Cursor, Region};
 use super::link::Link;
 use super::protocol::{self, Addr, FrameType, Hello, MAGIC};
@@ -35,6 +35,9 @@ use crate::net::poller;
 use crate::net::socket::Socket;
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// How often the write path looks at the control socket for a peer's close.
+const TCP_CHECK_INTERVAL: Duration = Duration::from_millis(1);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Role {
@@ -114,6 +117,8 @@ struct Tx {
     shutdown: bool,
     /// FIN requested before the peer's protocol was known.
     fin_pending: bool,
+    /// Writing to the socket failed (peer closed or reset): later writes fail with it.
+    error: Option<Error>,
 }
 
 struct State {
@@ -138,6 +143,8 @@ struct State {
     linger_deadline: Option<Instant>,
     linger_seconds: Option<i32>,
     released: bool,
+    /// When the write path last looked at the control socket.
+    tcp_checked: Instant,
 }
 
 pub struct Conn {
@@ -189,6 +196,7 @@ impl Conn {
             linger_deadline: None,
             linger_seconds: None,
             released: false,
+            tcp_checked: Instant::now(),
         }
     }
 
@@ -525,7 +533,10 @@ impl Conn {
                     return;
                 }
                 Err(e) => {
-                    self.set_fatal(state, Error::io("", &e));
+                    // The peer is gone for writing; what it sent before can still be read.
+                    if state.tx.error.is_none() {
+                        state.tx.error = Some(Error::io("", &e));
+                    }
                     state.tx.out.clear();
                     return;
                 }
@@ -958,12 +969,26 @@ impl Conn {
         if state.phase != Phase::Connected {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
+        if let Some(error) = &state.tx.error {
+            return Err(error.clone());
+        }
         if state.proto == Proto::Hadronio && state.rx.eof {
             return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
         }
         if state.proto == Proto::Unknown || (state.proto == Proto::Hadronio && !state.tx.switched) {
             // Take the peer's HELLO/ADDR so that we switch to UCX as soon as possible.
             self.pump(state, None)?;
+        } else if state.proto == Proto::Hadronio && !state.rx.eof {
+            // Now and then look at the control socket so that writes to a peer that closed fail
+            // (as they do with the kernel) even when nobody else watches the socket.
+            let now = Instant::now();
+            if now.duration_since(state.tcp_checked) >= TCP_CHECK_INTERVAL {
+                state.tcp_checked = now;
+                self.pump(state, None)?;
+            }
+        }
+        if state.proto == Proto::Hadronio && state.rx.eof {
+            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
         }
         self.flush_socket(state);
         match state.proto {
@@ -1108,7 +1133,13 @@ impl Conn {
                 }
                 if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
                     if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
-                        if let (Some(hub), Some(me)) = (self.hub.get(), self.arc()) {
+                        // Bytes the caller counts as written wait here: something must send them
+                        // even if the caller never comes back (a private hub's background watch).
+                        let hub = match self.hub.get() {
+                            Some(hub) => Some(hub.clone()),
+                            None => self.ensure_bound(&mut state).ok(),
+                        };
+                        if let (Some(hub), Some(me)) = (hub, self.arc()) {
                             drop(state);
                             if !hub.is_selector() {
                                 self.watched.store(true, Ordering::Release);
@@ -1311,9 +1342,11 @@ impl Conn {
             return;
         }
         state.released = true;
+        // Unread application data makes the close abortive, as with the kernel. Control frames do
+        // not count (they were taken by the last pump); raw bytes of a plain TCP peer do.
         let unread = state.rx.data_left > 0
             || state.link.as_ref().is_some_and(|l| l.readable())
-            || state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0);
+            || (state.proto != Proto::Hadronio && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
         if let Some(hub) = self.hub.get() {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
@@ -1327,6 +1360,8 @@ impl Conn {
         if let Some(socket) = state.socket.take() {
             if abort || unread {
                 socket.close_with_reset();
+            } else if state.proto == Proto::Hadronio {
+                background().close_gracefully(socket);
             }
         }
         debug!("connection {} released", self.serial);

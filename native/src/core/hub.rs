@@ -25,6 +25,7 @@ use super::link::{self, CreditSink, Endpoints, Link, Shared, Touched};
 use super::listener::Listener;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
+use crate::net::socket::Socket;
 use crate::ucx::{Context, Worker};
 
 const TOKEN_WAKE: u64 = 1 << 56;
@@ -32,6 +33,7 @@ const TOKEN_UCX: u64 = 2 << 56;
 const TOKEN_CONN: u64 = 3 << 56;
 const TOKEN_LISTENER: u64 = 4 << 56;
 const TOKEN_NESTED: u64 = 5 << 56;
+const TOKEN_CLOSING: u64 = 6 << 56;
 const TOKEN_KIND: u64 = 0xFF << 56;
 
 /// The process-wide UCX context, created on first use (or the reason there is none).
@@ -50,6 +52,22 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 }
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// How long a closed connection's socket waits for the peer to close as well.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads and drops what is available; true when the peer closed (or the socket failed).
+fn drain(socket: &Socket) -> bool {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match socket.recv(&mut scratch, false) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
 
 /// A sleep longer than this means idle, not traffic we just missed.
 const IDLE_GAP: Duration = Duration::from_millis(1);
@@ -419,6 +437,7 @@ impl Hub {
                     listener.on_io_event();
                 }
             }
+            TOKEN_CLOSING => {}
             TOKEN_NESTED => {
                 let serial = event.token & !TOKEN_KIND;
                 let hub = self.nested.lock().iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone());
@@ -629,6 +648,8 @@ impl Hub {
 pub struct Background {
     hub: Arc<Hub>,
     incoming: Mutex<Vec<Arc<Hub>>>,
+    /// Closed connections' sockets, half-closed, drained until the peer closes too.
+    closing: Mutex<Vec<(Socket, Instant)>>,
     changed: AtomicBool,
     idle: Condvar,
     idle_lock: Mutex<()>,
@@ -645,6 +666,7 @@ pub fn background() -> &'static Arc<Background> {
         let background = Arc::new(Background {
             hub,
             incoming: Mutex::default(),
+            closing: Mutex::default(),
             changed: AtomicBool::new(false),
             idle: Condvar::new(),
             idle_lock: Mutex::new(()),
@@ -667,9 +689,43 @@ impl Background {
         self.idle.notify_one();
     }
 
+    /// Closes a socket gracefully: FIN after the data already written, then reads (and drops)
+    /// whatever the peer still sends until it closes as well. Closing with unread bytes in the
+    /// receive queue would make the kernel reset the connection and discard our unsent data.
+    pub fn close_gracefully(&self, socket: Socket) {
+        let _ = socket.shutdown(std::net::Shutdown::Write);
+        if drain(&socket) {
+            return;
+        }
+        let events = poller::READABLE | poller::HANGUP | poller::EDGE;
+        if self.hub.epoll.add(socket.as_raw_fd(), events, TOKEN_CLOSING).is_err() {
+            return;
+        }
+        self.closing.lock().push((socket, Instant::now() + CLOSE_TIMEOUT));
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    /// Drains the half-closed sockets; drops those whose peer closed or that waited too long.
+    fn drain_closing(&self) -> bool {
+        let mut closing = self.closing.lock();
+        let now = Instant::now();
+        closing.retain(|(socket, deadline)| {
+            let done = drain(socket) || now >= *deadline;
+            if done {
+                let _ = self.hub.epoll.delete(socket.as_raw_fd());
+            }
+            !done
+        });
+        !closing.is_empty()
+    }
+
     fn run(&self) {
         let mut adopted: Vec<Arc<Hub>> = Vec::new();
         loop {
+            let closing = self.drain_closing();
             for hub in std::mem::take(&mut *self.incoming.lock()) {
                 if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
                     if let Err(e) = self.hub.add_nested(&hub) {
@@ -689,9 +745,9 @@ impl Background {
                 }
                 keep
             });
-            if adopted.is_empty() {
+            if adopted.is_empty() && !closing {
                 let mut guard = self.idle_lock.lock();
-                if self.incoming.lock().is_empty() {
+                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() {
                     self.idle.wait_for(&mut guard, Duration::from_secs(1));
                 }
                 continue;
