@@ -62,6 +62,9 @@ enum Proto {
     Plain,
 }
 
+/// How long a writer waits for its large send after the peer is gone before giving up on it.
+const USER_TX_ABANDON_WAIT: Duration = Duration::from_secs(2);
+
 /// Socket options; see `set_option`. KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Native.java
 pub const OPT_TCP_NODELAY: i32 = 1;
 pub const OPT_SO_SNDBUF: i32 = 2;
@@ -558,15 +561,18 @@ impl Conn {
             match state.proto {
                 Proto::Unknown => {
                     let mut peek = [0u8; 8];
+                    // Looked at before peeking: if the peer had closed then, the bytes are final.
+                    let peer_closed = socket.peer_write_closed();
                     match socket.recv(&mut peek, true) {
                         Ok(0) => {
                             state.proto = Proto::Plain;
                             state.path = String::from("tcp (peer closed before speaking)");
                             self.advance(state);
                         }
-                        Ok(n) if peek[..n] == MAGIC[..n] => {
+                        Ok(n) if peek[..n] == MAGIC[..n] && (n == MAGIC.len() || !peer_closed) => {
                             if n < MAGIC.len() {
-                                // The rest of the greeting is on its way; wait for its edge.
+                                // The rest of the greeting is on its way; wait for its edge
+                                // (a FIN brings one too, and then the bytes are plain TCP).
                                 state.io.readable = false;
                                 break;
                             }
@@ -629,7 +635,7 @@ impl Conn {
                                 state.io.readable = false;
                                 break;
                             }
-                            Err(e) => return Err(Error::io("", &e)),
+                            Err(e) => Self::control_recv_failed(state, e)?,
                         }
                         continue;
                     }
@@ -649,7 +655,7 @@ impl Conn {
                                 state.io.readable = false;
                                 break;
                             }
-                            Err(e) => return Err(Error::io("", &e)),
+                            Err(e) => Self::control_recv_failed(state, e)?,
                         }
                         continue;
                     }
@@ -674,7 +680,10 @@ impl Conn {
                                 state.io.readable = false;
                                 break;
                             }
-                            Err(e) => return Err(Error::io("", &e)),
+                            Err(e) => {
+                                state.rx.payload.truncate(have);
+                                Self::control_recv_failed(state, e)?;
+                            }
                         }
                         continue;
                     }
@@ -703,12 +712,24 @@ impl Conn {
                             state.io.readable = false;
                             break;
                         }
-                        Err(e) => return Err(Error::io("", &e)),
+                        Err(e) => Self::control_recv_failed(state, e)?,
                     }
                 }
             }
         }
         Ok(delivered)
+    }
+
+    /// A reset control socket ends the peer's stream like an EOF without FIN: what arrived
+    /// before (over UCX too) stays readable, and reading past it reports the reset.
+    fn control_recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
+        match e.kind() {
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                state.rx.eof = true;
+                Ok(())
+            }
+            _ => Err(Error::io("", &e)),
+        }
     }
 
     fn on_frame(&self, state: &mut State, kind: FrameType, payload: &[u8]) -> Result<()> {
@@ -900,6 +921,7 @@ impl Conn {
         // Large messages may land straight in the caller's memory when the call can wait for them.
         let allow_user = blocking && timeout.is_none();
         let mut polled = false;
+        let mut drained = false;
         loop {
             let hub = {
                 let mut state = self.lock();
@@ -916,6 +938,17 @@ impl Conn {
                     Ok(n) => {
                         drop(state);
                         return Ok(n);
+                    }
+                    Err(e) if e.status == Status::Reset && !drained && state.link.is_some() => {
+                        // Messages that arrived before the reset may still wait in the worker:
+                        // deliver them before reporting it.
+                        drained = true;
+                        let hub = self.hub.get().cloned();
+                        drop(state);
+                        if let Some(hub) = hub {
+                            hub.poll_now();
+                        }
+                        continue;
                     }
                     Err(e) => {
                         Self::abandon_user_rx(&mut state);
@@ -1052,6 +1085,16 @@ impl Conn {
         self.lock().fatal.is_some()
     }
 
+    /// Whether the peer is known to be gone (or this side closed): nothing more will come from it.
+    fn peer_gone(&self) -> bool {
+        let state = self.lock();
+        self.is_closed()
+            || state.fatal.is_some()
+            || state.rx.eof
+            || state.tx.error.is_some()
+            || state.link.as_ref().is_some_and(|l| l.endpoint_error().is_some())
+    }
+
     /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
     fn pending_tx(&self, state: &State) -> bool {
         !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
@@ -1069,7 +1112,7 @@ impl Conn {
     }
 
     fn writable_now(&self, state: &State) -> bool {
-        if state.fatal.is_some() || state.tx.shutdown {
+        if state.fatal.is_some() || state.tx.shutdown || state.tx.error.is_some() {
             return true;
         }
         if state.phase != Phase::Connected {
@@ -1101,8 +1144,19 @@ impl Conn {
                             let hub = self.hub.get().cloned();
                             drop(state);
                             if let (Some(hub), Some(waiter)) = (hub, waiter) {
+                                let since = Instant::now();
                                 while !waiter.done() {
                                     hub.wait(&mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
+                                    if !waiter.done() && since.elapsed() >= USER_TX_ABANDON_WAIT && self.peer_gone() {
+                                        // A dead peer neither takes the message nor discards it.
+                                        let mut state = self.lock();
+                                        if let Some(link) = &mut state.link {
+                                            link.abandon_user_tx();
+                                        }
+                                        let error = Error::new(Status::Reset, "Connection reset by peer");
+                                        state.tx.error.get_or_insert_with(|| error.clone());
+                                        return Err(error);
+                                    }
                                 }
                             }
                             continue;
@@ -1120,8 +1174,13 @@ impl Conn {
                     self.ensure_bound(&mut state)?;
                 }
                 if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
-                    if e.status != Status::OutputShutdown && e.status != Status::NotConnected {
-                        self.set_fatal(&mut state, e.clone());
+                    match e.status {
+                        Status::OutputShutdown | Status::NotConnected => {}
+                        // The peer is gone for writing; what it sent before can still be read.
+                        Status::Reset | Status::BrokenPipe => {
+                            state.tx.error.get_or_insert_with(|| e.clone());
+                        }
+                        _ => self.set_fatal(&mut state, e.clone()),
                     }
                     if src.moved() > 0 && e.status != Status::OutputShutdown {
                         return Ok(src.moved());
@@ -1448,7 +1507,15 @@ impl Conn {
 
     /// The operations this channel is ready for (`SelectionKey` bits).
     pub fn ready_ops(&self) -> u32 {
-        let state = self.lock();
+        let mut state = self.lock();
+        // Control frames still waiting on the socket (the peer's HELLO may arrive before the
+        // connection completes) must not be mistaken for application data: handle them first so
+        // that OP_READ means a read returns bytes, EOF or an error.
+        if state.phase == Phase::Connected && !state.rx.switched && state.io.readable && !state.released {
+            if let Err(e) = self.pump(&mut state, None) {
+                self.set_fatal(&mut state, e);
+            }
+        }
         let mut ops = 0;
         match state.phase {
             Phase::Connecting => {

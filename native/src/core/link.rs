@@ -16,8 +16,9 @@ use std::collections::VecDeque;
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use log::{debug, trace};
+use log::{debug, trace, warn};
 use parking_lot::Mutex;
 
 use super::credits::{RxCredits, TxCredits};
@@ -313,6 +314,12 @@ impl TxWaiter {
         self.0.done.load(Ordering::Acquire)
     }
 }
+
+/// How long a teardown waits for cancelled receives before leaving them to the hub.
+const TEARDOWN_WAIT: Duration = Duration::from_millis(50);
+
+/// How long an abandoned receive into the caller's memory may take to end.
+const USER_RX_ABANDON_WAIT: Duration = Duration::from_secs(2);
 
 pub struct Link {
     shared: Arc<Shared>,
@@ -671,7 +678,15 @@ impl Link {
         if let Some(request) = &large.request {
             lock.cancel(request);
         }
+        // A matched receive completes when the rest of the message arrives or the endpoint
+        // fails; a peer that died mid-message does neither.
+        let deadline = Instant::now() + USER_RX_ABANDON_WAIT;
         while !large.status.done.load(Ordering::Acquire) {
+            if Instant::now() >= deadline {
+                warn!("link {}: a receive into the caller's memory did not end; the peer is gone, leaving it", self.shared.id);
+                std::mem::forget(self.large_rx.take());
+                return;
+            }
             lock.progress();
         }
         if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
@@ -865,6 +880,15 @@ impl Link {
         self.large_tx.as_ref().map_or(true, |l| l.status.done.load(Ordering::Acquire))
     }
 
+    /// Gives up on a BODY send the peer will never take (it is gone): the request and its
+    /// status stay allocated in case UCX still completes it.
+    pub fn abandon_user_tx(&mut self) {
+        if let Some(large) = self.large_tx.take() {
+            warn!("link {}: a send from the caller's memory did not end; the peer is gone, leaving it", self.shared.id);
+            std::mem::forget(large);
+        }
+    }
+
     /// Releases a completed BODY send; an error if it failed.
     pub fn finish_user_tx(&mut self) -> Result<()> {
         if !self.user_tx_done() {
@@ -1022,10 +1046,14 @@ impl Link {
         Ok(())
     }
 
-    /// Releases what UCX references: cancels and waits for the posted receives, discards
-    /// messages that arrived for this connection but were never matched, and frees completed
-    /// sends. Returns false while sends are still in flight (the hub keeps the link until
+    /// Releases what UCX references: cancels the posted receives, discards messages that
+    /// arrived for this connection but were never matched, and frees completed requests. Returns
+    /// false while requests are still in flight (the hub keeps the link until
     /// [`Link::finish_teardown`] succeeds); the shared endpoint stays open for other connections.
+    ///
+    /// A receive that is already matched cannot be cancelled: it completes when the rest of its
+    /// message arrives or the endpoint fails. Waiting for it is bounded so that a dead peer does
+    /// not stall the caller.
     pub fn teardown(&mut self) -> bool {
         let worker = self.worker.clone();
         let lock = worker.lock();
@@ -1035,22 +1063,9 @@ impl Link {
         if let Some(request) = self.large_rx.as_ref().and_then(|l| l.request.as_ref()) {
             lock.cancel(request);
         }
-        while self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.done.load(Ordering::Acquire)) {
+        let deadline = Instant::now() + TEARDOWN_WAIT;
+        while self.receives_in_flight() && Instant::now() < deadline {
             lock.progress();
-        }
-        if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
-            request.free(&lock);
-        }
-        let mut spins = 0u64;
-        while self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].done.load(Ordering::Acquire)) {
-            lock.progress();
-            spins += 1;
-            if spins % 1_000_000 == 0 {
-                debug!("link {}: still waiting for cancelled receives", self.shared.id);
-            }
-        }
-        for request in self.requests.iter_mut().filter_map(Option::take) {
-            request.free(&lock);
         }
         if let Some(peer) = &self.ep {
             self.endpoints.release(peer, self.shared.id);
@@ -1064,10 +1079,33 @@ impl Link {
         self.finish_teardown()
     }
 
+    /// Whether a cancelled receive has not completed yet.
+    fn receives_in_flight(&self) -> bool {
+        self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.done.load(Ordering::Acquire))
+            || self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].done.load(Ordering::Acquire))
+    }
+
+    /// Frees the receive requests that completed.
+    fn free_completed_receives(&mut self, lock: &WorkerLock<'_>) {
+        if self.large_rx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
+            if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+                request.free(lock);
+            }
+        }
+        for (i, request) in self.requests.iter_mut().enumerate() {
+            if request.is_some() && self.shared.slots[i].done.load(Ordering::Acquire) {
+                if let Some(request) = request.take() {
+                    request.free(lock);
+                }
+            }
+        }
+    }
+
     /// Frees sends that completed since; true when none is left (the link may be dropped).
     pub fn finish_teardown(&mut self) -> bool {
         let worker = self.worker.clone();
         let lock = worker.lock();
+        self.free_completed_receives(&lock);
         if self.large_tx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
             if let Some(request) = self.large_tx.take().and_then(|l| l.request) {
                 request.free(&lock);
@@ -1088,7 +1126,11 @@ impl Link {
                 request.free(&lock);
             }
         }
-        let done = self.large_tx.is_none() && self.staged.is_empty() && self.credit.request.is_none();
+        let done = self.large_tx.is_none()
+            && self.staged.is_empty()
+            && self.credit.request.is_none()
+            && self.large_rx.is_none()
+            && self.requests.iter().all(Option::is_none);
         if done {
             self.ep = None;
         }
@@ -1106,9 +1148,13 @@ impl Drop for Link {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         while !self.finish_teardown() {
             if std::time::Instant::now() >= deadline {
-                log::warn!("link {}: sends still in flight at drop; leaking their buffers", self.shared.id);
+                warn!("link {}: requests still in flight at drop (peer gone?); leaking their buffers", self.shared.id);
                 std::mem::forget(std::mem::take(&mut self.staged));
                 std::mem::forget(self.large_tx.take());
+                std::mem::forget(self.large_rx.take());
+                std::mem::forget(std::mem::take(&mut self.requests));
+                std::mem::forget(std::mem::take(&mut self.memory));
+                std::mem::forget(std::mem::take(&mut self.bounce));
                 let credit = std::mem::replace(
                     &mut self.credit,
                     Box::new(CreditSend {

@@ -335,6 +335,14 @@ impl Socket {
         }
     }
 
+    /// Whether the peer has shut down its sending side (its FIN arrived), without reading.
+    pub fn peer_write_closed(&self) -> bool {
+        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events: libc::POLLRDHUP, revents: 0 };
+        // SAFETY: one valid `pollfd` on the stack, no waiting.
+        let result = unsafe { libc::poll(&mut fd, 1, 0) };
+        result > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+    }
+
     /// Closes abortively: the kernel sends RST instead of FIN.
     pub fn close_with_reset(self) {
         let _ = self.set_linger(Some(0));

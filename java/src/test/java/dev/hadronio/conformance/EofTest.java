@@ -1,5 +1,6 @@
 package dev.hadronio.conformance;
 
+import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotNull;
@@ -12,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.ClosedChannelException;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import org.junit.Test;
 import org.junit.runner.RunWith;
@@ -164,6 +166,43 @@ public class EofTest extends AbstractConformanceTest {
         IOException failure = assertThrows(IOException.class, () -> pair.client.read(ByteBuffer.allocate(10)));
         assertFalse("the failure is not a ClosedChannelException: " + failure,
                 failure instanceof ClosedChannelException);
+    }
+
+    /**
+     * Bytes a peer wrote before closing abortively stay readable, even after a write noticed the
+     * reset: the reader gets all of them, then -1 or an {@code IOException}.
+     */
+    @Test
+    public void dataBeforeAbortiveCloseStaysReadable() throws Exception {
+        Pair pair = connectPair();
+        byte[] sent = new byte[100];
+        new Random(7).nextBytes(sent);
+        pair.server.setOption(StandardSocketOptions.SO_LINGER, 0);
+        pair.server.write(ByteBuffer.wrap(sent));
+        pair.server.close();
+        Thread.sleep(200);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        IOException writeFailure = null;
+        while (writeFailure == null && System.nanoTime() - deadline < 0) {
+            try {
+                pair.client.write(ByteBuffer.allocate(100));
+                Thread.sleep(1);
+            } catch (IOException e) {
+                writeFailure = e;
+            }
+        }
+        assertNotNull("writing to a reset peer fails with an IOException", writeFailure);
+        ByteBuffer received = ByteBuffer.allocate(sent.length);
+        while (received.hasRemaining()) {
+            int n = pair.client.read(received);
+            assertTrue("read everything before the end (" + received.position() + " of 100 bytes)", n > 0);
+        }
+        assertArrayEquals("the bytes written before the close", sent, received.array());
+        try {
+            assertEquals("after the data: end of stream", -1, pair.client.read(ByteBuffer.allocate(10)));
+        } catch (IOException e) {
+            assertFalse("after the data: a reset, not " + e, e instanceof ClosedChannelException);
+        }
     }
 
     private static void assertEndOfStreamRepeatedly(Pair pair) throws IOException {
