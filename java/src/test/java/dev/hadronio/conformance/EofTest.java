@@ -141,16 +141,7 @@ public class EofTest extends AbstractConformanceTest {
         Pair pair = connectPair();
         pair.server.close();
         assertEquals("end of stream", -1, pair.client.read(ByteBuffer.allocate(1)));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-        IOException failure = null;
-        while (failure == null && System.nanoTime() - deadline < 0) {
-            try {
-                pair.client.write(ByteBuffer.allocate(1000));
-                Thread.sleep(1);
-            } catch (IOException e) {
-                failure = e;
-            }
-        }
+        IOException failure = writeUntilFailure(pair, 1000);
         assertNotNull("writing to a closed peer fails with an IOException", failure);
         assertFalse("the failure is not a ClosedChannelException: " + failure,
                 failure instanceof ClosedChannelException);
@@ -181,17 +172,7 @@ public class EofTest extends AbstractConformanceTest {
         pair.server.write(ByteBuffer.wrap(sent));
         pair.server.close();
         Thread.sleep(200);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
-        IOException writeFailure = null;
-        while (writeFailure == null && System.nanoTime() - deadline < 0) {
-            try {
-                pair.client.write(ByteBuffer.allocate(100));
-                Thread.sleep(1);
-            } catch (IOException e) {
-                writeFailure = e;
-            }
-        }
-        assertNotNull("writing to a reset peer fails with an IOException", writeFailure);
+        assertNotNull("writing to a reset peer fails with an IOException", writeUntilFailure(pair, 100));
         ByteBuffer received = ByteBuffer.allocate(sent.length);
         while (received.hasRemaining()) {
             int n = pair.client.read(received);
@@ -203,6 +184,20 @@ public class EofTest extends AbstractConformanceTest {
         } catch (IOException e) {
             assertFalse("after the data: a reset, not " + e, e instanceof ClosedChannelException);
         }
+    }
+
+    /** Writes {@code size} bytes at a time until a write fails (or the wait ends); the failure, or null. */
+    private static IOException writeUntilFailure(Pair pair, int size) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (System.nanoTime() - deadline < 0) {
+            try {
+                pair.client.write(ByteBuffer.allocate(size));
+                Thread.sleep(1);
+            } catch (IOException e) {
+                return e;
+            }
+        }
+        return null;
     }
 
     private static void assertEndOfStreamRepeatedly(Pair pair) throws IOException {
