@@ -62,8 +62,11 @@ enum Proto {
     Plain,
 }
 
-/// How long a writer waits for its large send after the peer is gone before giving up on it.
-const USER_TX_ABANDON_WAIT: Duration = Duration::from_secs(2);
+/// How long a transfer from or into the caller's memory may take to end before it is given up:
+/// briefly once the peer is known to be gone (nothing more comes from it), longer after a local
+/// close (the peer discards the message, which ends it).
+const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
+const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
 
 /// Socket options; see `set_option`. KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Native.java
 pub const OPT_TCP_NODELAY: i32 = 1;
@@ -985,8 +988,9 @@ impl Conn {
 
     /// A read is returning early (close, error): UCX must not keep writing into its memory.
     fn abandon_user_rx(state: &mut State) {
+        let wait = if Self::peer_gone(state) { ABANDON_WAIT_PEER_GONE } else { ABANDON_WAIT_CLOSED };
         if let Some(link) = &mut state.link {
-            link.abandon_user_rx();
+            link.abandon_user_rx(wait);
         }
     }
 
@@ -1085,14 +1089,24 @@ impl Conn {
         self.lock().fatal.is_some()
     }
 
-    /// Whether the peer is known to be gone (or this side closed): nothing more will come from it.
-    fn peer_gone(&self) -> bool {
-        let state = self.lock();
-        self.is_closed()
-            || state.fatal.is_some()
+    /// Whether the peer is known to be gone: nothing more will come from it.
+    fn peer_gone(state: &State) -> bool {
+        state.fatal.is_some()
             || state.rx.eof
             || state.tx.error.is_some()
             || state.link.as_ref().is_some_and(|l| l.endpoint_error().is_some())
+    }
+
+    /// How long a pending transfer from or into the caller's memory may still take, if it may
+    /// be given up at all.
+    fn abandon_wait(&self, state: &State) -> Option<Duration> {
+        if Self::peer_gone(state) {
+            Some(ABANDON_WAIT_PEER_GONE)
+        } else if self.is_closed() {
+            Some(ABANDON_WAIT_CLOSED)
+        } else {
+            None
+        }
     }
 
     /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
@@ -1147,7 +1161,8 @@ impl Conn {
                                 let since = Instant::now();
                                 while !waiter.done() {
                                     hub.wait(&mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
-                                    if !waiter.done() && since.elapsed() >= USER_TX_ABANDON_WAIT && self.peer_gone() {
+                                    let wait = self.abandon_wait(&self.lock());
+                                    if !waiter.done() && wait.is_some_and(|w| since.elapsed() >= w) {
                                         // A dead peer neither takes the message nor discards it.
                                         let mut state = self.lock();
                                         if let Some(link) = &mut state.link {

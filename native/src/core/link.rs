@@ -318,9 +318,6 @@ impl TxWaiter {
 /// How long a teardown waits for cancelled receives before leaving them to the hub.
 const TEARDOWN_WAIT: Duration = Duration::from_millis(50);
 
-/// How long an abandoned receive into the caller's memory may take to end.
-const USER_RX_ABANDON_WAIT: Duration = Duration::from_secs(2);
-
 pub struct Link {
     shared: Arc<Shared>,
     worker: Arc<Worker>,
@@ -667,8 +664,8 @@ impl Link {
     }
 
     /// Gives up a BODY receive into caller memory (the connection is closing): cancels it and
-    /// waits until UCX no longer references that memory.
-    pub fn abandon_user_rx(&mut self) {
+    /// waits until UCX no longer references that memory, at most `wait`.
+    pub fn abandon_user_rx(&mut self, wait: Duration) {
         let Some(large) = &self.large_rx else { return };
         if !large.into_user {
             return;
@@ -680,10 +677,10 @@ impl Link {
         }
         // A matched receive completes when the rest of the message arrives or the endpoint
         // fails; a peer that died mid-message does neither.
-        let deadline = Instant::now() + USER_RX_ABANDON_WAIT;
+        let deadline = Instant::now() + wait;
         while !large.status.done.load(Ordering::Acquire) {
             if Instant::now() >= deadline {
-                warn!("link {}: a receive into the caller's memory did not end; the peer is gone, leaving it", self.shared.id);
+                warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
                 std::mem::forget(self.large_rx.take());
                 return;
             }
@@ -884,7 +881,7 @@ impl Link {
     /// status stay allocated in case UCX still completes it.
     pub fn abandon_user_tx(&mut self) {
         if let Some(large) = self.large_tx.take() {
-            warn!("link {}: a send from the caller's memory did not end; the peer is gone, leaving it", self.shared.id);
+            warn!("link {}: a send from the caller's memory did not end in time; leaving it to UCX", self.shared.id);
             std::mem::forget(large);
         }
     }
