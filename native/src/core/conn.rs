@@ -68,6 +68,10 @@ enum Proto {
 const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
 const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
 
+/// How many bytes a server connection takes before it knows the peer's protocol (the kernel
+/// takes writes into its send buffer right after accept, too).
+const EARLY_LIMIT: usize = 64 * 1024;
+
 /// Socket options; see `set_option`. KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Native.java
 pub const OPT_TCP_NODELAY: i32 = 1;
 pub const OPT_SO_SNDBUF: i32 = 2;
@@ -123,6 +127,8 @@ struct Tx {
     shutdown: bool,
     /// FIN requested before the peer's protocol was known.
     fin_pending: bool,
+    /// Bytes written before the peer's protocol was known (sent raw or as DATA frames once it is).
+    early: Vec<u8>,
     /// Writing to the socket failed (peer closed or reset): later writes fail with it.
     error: Option<Error>,
 }
@@ -470,6 +476,16 @@ impl Conn {
     fn advance(&self, state: &mut State) {
         if state.phase != Phase::Connected || state.released {
             return;
+        }
+        if !state.tx.early.is_empty() && state.proto != Proto::Unknown {
+            let early = std::mem::take(&mut state.tx.early);
+            if state.proto == Proto::Hadronio {
+                for chunk in early.chunks(protocol::MAX_DATA_FRAME) {
+                    protocol::put_frame(&mut state.tx.out, FrameType::Data, chunk);
+                }
+            } else {
+                state.tx.out.extend_from_slice(&early);
+            }
         }
         if state.proto == Proto::Hadronio && state.tx.hello_sent {
             if !state.tx.addr_sent && !state.tx.shutdown && Self::authenticated(state) {
@@ -1029,7 +1045,16 @@ impl Conn {
         }
         self.flush_socket(state);
         match state.proto {
-            Proto::Unknown => Ok(()),
+            Proto::Unknown => {
+                // Kept until the peer's first bytes tell how to send them.
+                while state.tx.early.len() < EARLY_LIMIT {
+                    let Some((addr, len)) = src.chunk(EARLY_LIMIT - state.tx.early.len()) else { break };
+                    // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                    state.tx.early.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+                    src.advance(len);
+                }
+                Ok(())
+            }
             Proto::Plain => {
                 while let Some((addr, len)) = src.chunk(usize::MAX) {
                     let Some(socket) = &state.socket else { return Err(Error::closed()) };
@@ -1111,7 +1136,7 @@ impl Conn {
 
     /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
     fn pending_tx(&self, state: &State) -> bool {
-        !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
+        !state.tx.out.is_empty() || !state.tx.early.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
     }
 
     /// Whether the background thread must keep progressing this connection's hub; clears the
@@ -1133,7 +1158,7 @@ impl Conn {
             return false;
         }
         match state.proto {
-            Proto::Unknown => false,
+            Proto::Unknown => state.tx.early.len() < EARLY_LIMIT,
             Proto::Plain => state.io.writable,
             Proto::Hadronio if state.tx.switched => state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
             Proto::Hadronio => state.rx.eof || (state.tx.out.is_empty() && state.io.writable),
@@ -1208,17 +1233,15 @@ impl Conn {
                 if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
                     if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
                         // Bytes the caller counts as written wait here: something must send them
-                        // even if the caller never comes back (a private hub's background watch).
+                        // even if the caller never comes back (the background thread's watch).
                         let hub = match self.hub.get() {
                             Some(hub) => Some(hub.clone()),
                             None => self.ensure_bound(&mut state).ok(),
                         };
                         if let (Some(hub), Some(me)) = (hub, self.arc()) {
                             drop(state);
-                            if !hub.is_selector() {
-                                self.watched.store(true, Ordering::Release);
-                                hub.watch_pending(me);
-                            }
+                            self.watched.store(true, Ordering::Release);
+                            hub.watch_pending(me);
                         }
                     }
                     return Ok(src.moved());
@@ -1350,7 +1373,7 @@ impl Conn {
         }
         // A send from a writer's memory cannot outlive the close: abort instead of lingering.
         let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
-        let pending = !state.tx.out.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle() || !l.peer_caught_up());
+        let pending = self.pending_tx(&state) || state.link.as_ref().is_some_and(|l| !l.peer_caught_up());
         let hub = self.hub.get().cloned();
         match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
@@ -1399,7 +1422,7 @@ impl Conn {
             }
         }
         self.flush_socket(&mut state);
-        let idle = state.tx.out.is_empty() && state.link.as_ref().map_or(true, |l| l.tx_idle() && l.peer_caught_up());
+        let idle = !self.pending_tx(&state) && state.link.as_ref().map_or(true, |l| l.peer_caught_up());
         let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
         if idle || expired || state.fatal.is_some() || state.rx.eof {
             if !idle {
@@ -1434,7 +1457,9 @@ impl Conn {
         if let Some(socket) = state.socket.take() {
             if abort || unread {
                 socket.close_with_reset();
-            } else if state.proto == Proto::Hadronio {
+            } else if state.proto != Proto::Plain {
+                // A hadroNIO peer still sends (control frames, or its greeting if we close before
+                // it arrived): closing on them would reset the connection.
                 background().close_gracefully(socket);
             }
         }

@@ -53,6 +53,13 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
+/// How long a selector's thread may stay out of `select` before the background thread sends what
+/// its connections still hold.
+const OWNER_AWAY: Duration = Duration::from_millis(2);
+
+/// How often the background thread looks at selector hubs with data waiting to go out.
+const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
+
 /// How long a closed connection's socket waits for the peer to close as well.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -112,6 +119,10 @@ pub struct Hub {
     max_spin_ns: u64,
     /// Owned by a selector (as opposed to a blocking channel's private hub).
     selector: bool,
+    /// Whether the selector's thread is in `select`, and when it last left (since `created`).
+    owner_selecting: AtomicBool,
+    owner_left_ns: AtomicU64,
+    created: Instant,
 }
 
 impl Hub {
@@ -187,6 +198,9 @@ impl Hub {
             follow: Condvar::new(),
             max_spin_ns: settings().spin_ns,
             selector: false,
+            owner_selecting: AtomicBool::new(false),
+            owner_left_ns: AtomicU64::new(0),
+            created: Instant::now(),
         }))
     }
 
@@ -204,10 +218,6 @@ impl Hub {
         inner.max_spin_ns = 0;
         inner.spin_ns = AtomicU64::new(0);
         Ok(hub)
-    }
-
-    pub fn is_selector(&self) -> bool {
-        self.selector
     }
 
     pub fn worker(&self) -> Option<&Arc<Worker>> {
@@ -606,17 +616,56 @@ impl Hub {
 
     /// Makes sure staged data of `conn` goes out even if no thread uses the hub: the background
     /// thread progresses the hub until the connection has nothing pending.
+    ///
+    /// A selector's hub is progressed by its own thread whenever it selects; the background
+    /// thread steps in only while that thread stays away from `select` (busy in application code
+    /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
     pub fn watch_pending(self: &Arc<Hub>, conn: Arc<Conn>) {
-        if self.selector {
-            // The selector's thread progresses this hub whenever it selects.
-            return;
-        }
         let mut pending = self.pending.lock();
         if !pending.iter().any(|c| Arc::ptr_eq(c, &conn)) {
             pending.push(conn);
         }
         drop(pending);
-        background().adopt(self.clone());
+        if self.selector {
+            background().watch_selector(self.clone());
+        } else {
+            background().adopt(self.clone());
+        }
+    }
+
+    /// The selector's thread enters (`true`) or leaves `select`.
+    pub fn note_owner_selecting(&self, selecting: bool) {
+        if !selecting {
+            self.owner_left_ns.store(self.created.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        self.owner_selecting.store(selecting, Ordering::Release);
+    }
+
+    /// Whether a selector's thread has stayed away from `select` for [`OWNER_AWAY`].
+    fn owner_away(&self) -> bool {
+        if self.owner_selecting.load(Ordering::Acquire) {
+            return false;
+        }
+        let left = Duration::from_nanos(self.owner_left_ns.load(Ordering::Relaxed));
+        self.created.elapsed().saturating_sub(left) >= OWNER_AWAY
+    }
+
+    /// Sends what a selector's connections still hold while its thread is away: UCX progress,
+    /// the connections it touched (credits taken, staged data posted) and socket events (the
+    /// peer's greeting, without which bytes written right after accept cannot go out). Keys
+    /// that became ready are queued for the selector's next select as usual.
+    fn progress_for_owner(&self) {
+        if !self.owner_away() {
+            return;
+        }
+        if let Some(_guard) = self.leader.try_lock() {
+            self.progress();
+            self.dispatch_ready(Some(Duration::ZERO));
+            self.progress_nested();
+        }
+        if self.followers.load(Ordering::SeqCst) > 0 {
+            self.signal();
+        }
     }
 
     fn progress_lingering(&self) {
@@ -645,9 +694,13 @@ impl Hub {
 /// The background thread: progresses hubs that have work nobody else may do (staged data of
 /// idle blocking channels, lingering closes). It sleeps in an epoll set that nests the epoll sets
 /// of those hubs, so it wakes on their events and uses no CPU otherwise.
+///
+/// Selector hubs with staged data are not nested (their events belong to the selector's
+/// thread); while there are any, the thread looks at them every [`OWNER_AWAY_TICK`].
 pub struct Background {
     hub: Arc<Hub>,
     incoming: Mutex<Vec<Arc<Hub>>>,
+    incoming_selectors: Mutex<Vec<Arc<Hub>>>,
     /// Closed connections' sockets, half-closed, drained until the peer closes too.
     closing: Mutex<Vec<(Socket, Instant)>>,
     changed: AtomicBool,
@@ -666,6 +719,7 @@ pub fn background() -> &'static Arc<Background> {
         let background = Arc::new(Background {
             hub,
             incoming: Mutex::default(),
+            incoming_selectors: Mutex::default(),
             closing: Mutex::default(),
             changed: AtomicBool::new(false),
             idle: Condvar::new(),
@@ -683,6 +737,14 @@ pub fn background() -> &'static Arc<Background> {
 impl Background {
     fn adopt(&self, hub: Arc<Hub>) {
         self.incoming.lock().push(hub);
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    fn watch_selector(&self, hub: Arc<Hub>) {
+        self.incoming_selectors.lock().push(hub);
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         let _guard = self.idle_lock.lock();
@@ -724,6 +786,7 @@ impl Background {
 
     fn run(&self) {
         let mut adopted: Vec<Arc<Hub>> = Vec::new();
+        let mut selectors: Vec<Arc<Hub>> = Vec::new();
         loop {
             let closing = self.drain_closing();
             for hub in std::mem::take(&mut *self.incoming.lock()) {
@@ -732,6 +795,11 @@ impl Background {
                         warn!("background thread cannot watch hub {}: {e}", hub.serial);
                     }
                     adopted.push(hub);
+                }
+            }
+            for hub in std::mem::take(&mut *self.incoming_selectors.lock()) {
+                if !selectors.iter().any(|h| Arc::ptr_eq(h, &hub)) {
+                    selectors.push(hub);
                 }
             }
             self.changed.store(false, Ordering::SeqCst);
@@ -745,15 +813,19 @@ impl Background {
                 }
                 keep
             });
-            if adopted.is_empty() && !closing {
+            for hub in &selectors {
+                hub.progress_for_owner();
+            }
+            selectors.retain(|hub| hub.needs_background());
+            if adopted.is_empty() && selectors.is_empty() && !closing {
                 let mut guard = self.idle_lock.lock();
-                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() {
+                if self.incoming.lock().is_empty() && self.incoming_selectors.lock().is_empty() && self.closing.lock().is_empty() {
                     self.idle.wait_for(&mut guard, Duration::from_secs(1));
                 }
                 continue;
             }
-            let deadline = Instant::now() + Duration::from_millis(10);
-            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(deadline));
+            let tick = if selectors.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
+            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
     }
 }
