@@ -638,6 +638,15 @@ impl Conn {
                     if state.rx.magic_len < MAGIC.len() {
                         let from = state.rx.magic_len;
                         match socket.recv(&mut state.rx.magic[from..], false) {
+                            Ok(0) if from == 0 && state.role == Role::Client && state.tx.error.is_none() => {
+                                // The server closed before it said anything (it closes each
+                                // connection at once, say): a plain end of stream, as with TCP.
+                                // (A reset shows as a failed send or receive, never as this.)
+                                state.proto = Proto::Plain;
+                                state.rx.eof = true;
+                                state.path = String::from("tcp (server closed before speaking)");
+                                self.drop_link(state);
+                            }
                             Ok(0) => state.rx.eof = true,
                             Ok(n) => {
                                 state.rx.magic_len += n;
@@ -974,6 +983,7 @@ impl Conn {
                         if e.status != Status::Eof {
                             self.set_fatal(&mut state, e.clone());
                         }
+                        trace!("connection {}: read ends with {:?} ({:?}, {})", self.serial, e.status, state.proto, state.path);
                         return Err(e);
                     }
                 }
@@ -1441,9 +1451,11 @@ impl Conn {
         state.released = true;
         // Unread application data makes the close abortive, as with the kernel. Control frames do
         // not count (they were taken by the last pump); raw bytes of a plain TCP peer do.
+        // Bytes that reached a server connection still waiting for the peer's protocol after the
+        // close's last look are the peer's greeting as far as we know, not data.
         let unread = state.rx.data_left > 0
             || state.link.as_ref().is_some_and(|l| l.readable())
-            || (state.proto != Proto::Hadronio && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
+            || (state.proto == Proto::Plain && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
         if let Some(hub) = self.hub.get() {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
@@ -1454,6 +1466,7 @@ impl Conn {
                 }
             }
         }
+        trace!("connection {}: releasing ({:?}, abort {abort}, unread {unread})", self.serial, state.proto);
         if let Some(socket) = state.socket.take() {
             if abort || unread {
                 socket.close_with_reset();

@@ -8,10 +8,13 @@ import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
@@ -55,6 +58,35 @@ public class EofTest extends AbstractConformanceTest {
         assertEndOfStreamRepeatedly(pair);
         assertTrue("reading -1 does not close the channel", pair.client.isOpen());
         assertTrue("reading -1 does not disconnect the channel", pair.client.isConnected());
+    }
+
+    /**
+     * A server that closes each connection as soon as it accepted it (netty closes a child whose
+     * handler failed in channelActive): the client reads end of stream, not an error, also when the
+     * close comes before anything from the client reached the server.
+     */
+    @Test
+    public void closeRightAfterAcceptGivesEndOfStream() throws Exception {
+        ServerSocketChannel server = openServer();
+        for (int i = 0; i < 20; i++) {
+            SocketChannel client = newClient();
+            client.configureBlocking(false);
+            boolean connected = client.connect(server.getLocalAddress());
+            server.accept().close();
+            if (!connected) {
+                await("finishConnect()", () -> {
+                    try {
+                        return client.finishConnect();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                });
+            }
+            client.configureBlocking(true);
+            ByteBuffer buffer = ByteBuffer.allocate(16);
+            assertEquals("round " + i + ": read() after the server closed", -1, client.read(buffer));
+            client.close();
+        }
     }
 
     @Test
