@@ -53,8 +53,8 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-/// How long a selector's thread may stay out of `select` before the background thread sends what
-/// its connections still hold.
+/// How long a selector's hub may go without progress (no thread selecting on it, or on a selector
+/// it is nested in) before the background thread sends what its connections still hold.
 const OWNER_AWAY: Duration = Duration::from_millis(2);
 
 /// How often the background thread looks at selector hubs with data waiting to go out.
@@ -119,9 +119,8 @@ pub struct Hub {
     max_spin_ns: u64,
     /// Owned by a selector (as opposed to a blocking channel's private hub).
     selector: bool,
-    /// Whether the selector's thread is in `select`, and when it last left (since `created`).
-    owner_selecting: AtomicBool,
-    owner_left_ns: AtomicU64,
+    /// When a thread other than the background thread last progressed this hub (since `created`).
+    progressed_ns: AtomicU64,
     created: Instant,
 }
 
@@ -198,8 +197,7 @@ impl Hub {
             follow: Condvar::new(),
             max_spin_ns: settings().spin_ns,
             selector: false,
-            owner_selecting: AtomicBool::new(false),
-            owner_left_ns: AtomicU64::new(0),
+            progressed_ns: AtomicU64::new(0),
             created: Instant::now(),
         }))
     }
@@ -391,10 +389,11 @@ impl Hub {
     pub fn poll_now(&self) {
         let mut signal = false;
         if let Some(_guard) = self.leader.try_lock() {
+            let now = Instant::now();
+            self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
             let progressed = self.progress();
             // Socket events matter rarely once connections run over UCX: look at most every
             // few microseconds, so that a busy select loop does not pay a syscall each time.
-            let now = Instant::now();
             let events = {
                 let mut last = self.last_dispatch.lock();
                 if now.duration_since(*last) >= DISPATCH_INTERVAL {
@@ -511,6 +510,7 @@ impl Hub {
             if let Some(guard) = self.leader.try_lock() {
                 self.followers.fetch_sub(1, Ordering::SeqCst);
                 let result = self.lead(guard, ready, deadline);
+                self.note_progressed();
                 self.signal();
                 return result;
             }
@@ -633,21 +633,17 @@ impl Hub {
         }
     }
 
-    /// The selector's thread enters (`true`) or leaves `select`.
-    pub fn note_owner_selecting(&self, selecting: bool) {
-        if !selecting {
-            self.owner_left_ns.store(self.created.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
-        self.owner_selecting.store(selecting, Ordering::Release);
+    /// Records that an application thread progressed this hub (it selects on it, directly or
+    /// nested, or waits in a blocking call).
+    fn note_progressed(&self) {
+        self.progressed_ns.store(self.created.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// Whether a selector's thread has stayed away from `select` for [`OWNER_AWAY`].
+    /// Whether no application thread has progressed this hub for [`OWNER_AWAY`]. (A thread
+    /// waiting in it holds the leadership, which keeps the background thread out anyway.)
     fn owner_away(&self) -> bool {
-        if self.owner_selecting.load(Ordering::Acquire) {
-            return false;
-        }
-        let left = Duration::from_nanos(self.owner_left_ns.load(Ordering::Relaxed));
-        self.created.elapsed().saturating_sub(left) >= OWNER_AWAY
+        let last = Duration::from_nanos(self.progressed_ns.load(Ordering::Relaxed));
+        self.created.elapsed().saturating_sub(last) >= OWNER_AWAY
     }
 
     /// Sends what a selector's connections still hold while its thread is away: UCX progress,

@@ -175,13 +175,6 @@ impl Selector {
     /// Writes `(index, readyOps)` pairs of ready keys into `out`; returns the number of pairs.
     /// `timeout`: `None` waits until something is ready or `wakeup`, `Some(ZERO)` does not wait.
     pub fn select(&self, timeout: Option<Duration>, out: &mut [i32]) -> usize {
-        self.hub.note_owner_selecting(true);
-        let n = self.select_inner(timeout, out);
-        self.hub.note_owner_selecting(false);
-        n
-    }
-
-    fn select_inner(&self, timeout: Option<Duration>, out: &mut [i32]) -> usize {
         if timeout == Some(Duration::ZERO) {
             self.hub.poll_now();
             let n = self.collect(out);
