@@ -151,6 +151,9 @@ struct State {
     released: bool,
     /// When the write path last looked at the control socket.
     tcp_checked: Instant,
+    /// The application's `SO_KEEPALIVE` once the connection's own liveness timers own the
+    /// kernel's keepalive (see `watch_liveness`); `None` before.
+    user_keepalive: Option<bool>,
 }
 
 pub struct Conn {
@@ -203,6 +206,7 @@ impl Conn {
             linger_seconds: None,
             released: false,
             tcp_checked: Instant::now(),
+            user_keepalive: None,
         }
     }
 
@@ -480,12 +484,14 @@ impl Conn {
                     state.tx.addr_sent = true;
                 }
             }
+            let mut upgraded = false;
             if let (Some(link), Some(addr)) = (&mut state.link, &state.peer_addr) {
                 if !link.has_endpoint() && !state.upgrade_failed {
                     match link.connect(addr) {
                         Ok(()) => {
                             state.path = String::from("ucx");
                             info!("connection {} upgraded to UCX", self.serial);
+                            upgraded = true;
                         }
                         Err(e) => {
                             state.upgrade_failed = true;
@@ -499,12 +505,32 @@ impl Conn {
                     state.tx.switched = true;
                 }
             }
+            if upgraded {
+                self.watch_liveness(state);
+            }
         }
         if state.tx.fin_pending && state.proto != Proto::Unknown {
             state.tx.fin_pending = false;
             self.send_fin(state);
         }
         self.flush_socket(state);
+    }
+
+    /// The control socket of an upgraded connection carries no user data: let the kernel probe
+    /// it so that a peer that became unreachable (link down, host gone) fails the connection
+    /// within `hadronio.livenessMillis` instead of TCP's quarter of an hour. The application's
+    /// `SO_KEEPALIVE` stays what it set, as far as it can tell.
+    fn watch_liveness(&self, state: &mut State) {
+        let millis = settings().liveness_ms;
+        let Some(socket) = &state.socket else { return };
+        if millis == 0 || state.user_keepalive.is_some() {
+            return;
+        }
+        let user = socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).map(|v| v != 0).unwrap_or(false);
+        match socket.set_liveness(millis) {
+            Ok(()) => state.user_keepalive = Some(user),
+            Err(e) => info!("connection {}: no liveness timers on the control socket: {e}", self.serial),
+        }
     }
 
     /// Gives up the UCX half (the peer turned out not to speak hadroNIO).
@@ -724,12 +750,26 @@ impl Conn {
     }
 
     /// A reset control socket ends the peer's stream like an EOF without FIN: what arrived
-    /// before (over UCX too) stays readable, and reading past it reports the reset.
+    /// before (over UCX too) stays readable, and reading past it reports the reset. A control
+    /// socket that timed out (the peer stopped answering: link down, host gone) fails the whole
+    /// connection: nothing more will come over UCX either.
     fn control_recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
-        match e.kind() {
-            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::ECONNABORTED) => {
                 state.rx.eof = true;
                 Ok(())
+            }
+            Some(libc::ETIMEDOUT) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) | Some(libc::EHOSTDOWN)
+            | Some(libc::ENETDOWN) => {
+                let text = Error::io("", &e).message;
+                let why = match state.user_keepalive {
+                    Some(_) => format!(
+                        "the peer did not answer on the control connection for {} ms (hadronio.livenessMillis)",
+                        settings().liveness_ms
+                    ),
+                    None => String::from("the peer did not answer on the control connection"),
+                };
+                Err(Error::new(Status::Io, format!("{text}: {why}")))
             }
             _ => Err(Error::io("", &e)),
         }
@@ -1586,13 +1626,21 @@ impl Conn {
             state.linger_seconds = if value < 0 { None } else { Some(value) };
         }
         let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        if option == OPT_SO_KEEPALIVE && state.user_keepalive.is_some() {
+            // The liveness timers keep the kernel's keepalive on; remember what was asked.
+            state.user_keepalive = Some(value != 0);
+            return Ok(());
+        }
         set_socket_option(socket, option, value)
     }
 
     pub fn get_option(&self, option: i32) -> Result<i32> {
         let state = self.lock();
         let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-        get_socket_option(socket, option)
+        match (option, state.user_keepalive) {
+            (OPT_SO_KEEPALIVE, Some(user)) => Ok(user as i32),
+            _ => get_socket_option(socket, option),
+        }
     }
 }
 
