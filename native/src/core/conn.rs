@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use log::{debug, info, log_enabled, trace, Level};
+use log::{debug, info, log_enabled, trace, warn, Level};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::auth;
@@ -496,7 +496,7 @@ impl Conn {
                         Err(e) => {
                             state.upgrade_failed = true;
                             state.path = format!("tcp (UCX endpoint could not be created: {e})");
-                            info!("connection {} stays on TCP: {e}", self.serial);
+                            info!("connection {} {} stays on TCP: {e}", self.serial, Self::peer_label(state.role, state.remote));
                         }
                     }
                 }
@@ -547,8 +547,24 @@ impl Conn {
 
     fn set_fatal(&self, state: &mut State, error: Error) {
         if state.fatal.is_none() {
-            debug!("connection {}: {}", self.serial, error);
+            if error.status == Status::Protocol {
+                // A peer that breaks the protocol (or fails authentication) is worth a line.
+                warn!("connection {} {}: {}; the connection fails", self.serial, Self::peer_label(state.role, state.remote), error);
+            } else if state.proto == Proto::Hadronio && state.peer_hello.is_none() {
+                info!("connection {} {} failed during the hadroNIO handshake: {}", self.serial, Self::peer_label(state.role, state.remote), error);
+            } else {
+                debug!("connection {}: {}", self.serial, error);
+            }
             state.fatal = Some(error);
+        }
+    }
+
+    /// "from <address>" (accepted) or "to <address>" (connected), for log lines.
+    fn peer_label(role: Role, remote: Option<SocketAddr>) -> String {
+        let direction = if role == Role::Server { "from" } else { "to" };
+        match remote {
+            Some(addr) => format!("{direction} {addr}"),
+            None => String::from("(unconnected)"),
         }
     }
 
@@ -612,7 +628,13 @@ impl Conn {
                             self.send_hello(state);
                             self.advance(state);
                         }
-                        Ok(_) => {
+                        Ok(n) => {
+                            info!(
+                                "connection {} {}: served as plain TCP, the peer does not speak hadroNIO (first bytes {:02x?})",
+                                self.serial,
+                                Self::peer_label(state.role, state.remote),
+                                &peek[..n]
+                            );
                             state.proto = Proto::Plain;
                             state.upgrade_failed = true;
                             state.path = String::from("tcp (peer does not speak hadroNIO)");
@@ -866,7 +888,7 @@ impl Conn {
                 }
                 state.rx.fin = Some(messages);
             }
-            FrameType::Credit | FrameType::Data => return protocol_error("unexpected frame"),
+            FrameType::Credit | FrameType::Data => return protocol_error(&format!("unexpected {kind:?} frame")),
         }
         self.advance(state);
         Ok(())
@@ -896,7 +918,19 @@ impl Conn {
             return Some(error.clone());
         }
         if state.proto == Proto::Hadronio && state.rx.eof && state.rx.fin.is_none() {
-            return Some(Error::new(Status::Reset, "Connection reset by peer"));
+            // Say where the peer's stream broke off when that is more than "somewhere".
+            let at = if let Some((kind, length)) = state.rx.control {
+                format!(" (it closed in the middle of a {kind:?} frame: {} of {length} bytes)", state.rx.payload.len())
+            } else if state.rx.header_len > 0 {
+                format!(" (it closed in the middle of a frame header: {} of {} bytes)", state.rx.header_len, protocol::FRAME_HEADER_LEN)
+            } else if state.rx.data_left > 0 {
+                format!(" (it closed in the middle of a DATA frame: {} bytes missing)", state.rx.data_left)
+            } else if state.peer_hello.is_none() {
+                String::from(" (it closed during the hadroNIO handshake, before its HELLO)")
+            } else {
+                String::new()
+            };
+            return Some(Error::new(Status::Reset, format!("Connection reset by peer{at}")));
         }
         if let (true, Some(link)) = (state.rx.switched, &state.link) {
             if let Some(code) = link.endpoint_error() {
