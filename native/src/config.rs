@@ -21,6 +21,10 @@ pub struct Settings {
     pub linger_ms: u64,
     /// Whether to upgrade connections to UCX at all (false: plain TCP only).
     pub ucx: bool,
+    /// How long an upgraded connection's control socket may hear nothing from the peer's kernel
+    /// before the connection fails, in milliseconds (TCP keepalive and `TCP_USER_TIMEOUT`; 0:
+    /// the kernel's defaults).
+    pub liveness_ms: u64,
     /// Whether sockets are dual-stack IPv6 sockets.
     pub ipv6: bool,
     /// Shared secret both sides of an upgrade must prove (none: no authentication).
@@ -36,6 +40,7 @@ impl Default for Settings {
             spin_ns: 50_000,
             linger_ms: 30_000,
             ucx: true,
+            liveness_ms: 4000,
             ipv6: crate::net::socket::ipv6_available(),
             secret: None,
         }
@@ -44,7 +49,8 @@ impl Default for Settings {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 7] = ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6"];
+pub const SETTING_NAMES: [&str; 8] =
+    ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6", "livenessMillis"];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -70,6 +76,7 @@ impl Settings {
             linger_ms: range(4, 0, 3_600_000)? as u64,
             ucx: range(5, 0, 1)? == 1,
             ipv6: range(6, 0, 1)? == 1,
+            liveness_ms: range(7, 0, 86_400_000)? as u64,
             secret: secret.and_then(Secret::new),
         })
     }
@@ -91,9 +98,10 @@ mod tests {
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000];
         let s = Settings::from_values(&good, Some(b"x")).unwrap();
         assert_eq!(s.slots, 8);
+        assert_eq!(s.liveness_ms, 4000);
         assert!(s.ucx && !s.ipv6);
         assert!(s.secret.is_some());
         assert!(Settings::from_values(&good, Some(b"")).unwrap().secret.is_none());
@@ -103,6 +111,9 @@ mod tests {
         let mut bad = good;
         bad[1] = 10;
         assert!(Settings::from_values(&bad, None).unwrap_err().contains("slotLength"));
+        let mut bad = good;
+        bad[7] = -1;
+        assert!(Settings::from_values(&bad, None).unwrap_err().contains("livenessMillis = -1"));
         assert!(Settings::from_values(&good[..3], None).is_err());
     }
 }

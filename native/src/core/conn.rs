@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use log::{debug, info, log_enabled, trace, Level};
+use log::{debug, info, log_enabled, trace, warn, Level};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::auth;
@@ -157,6 +157,9 @@ struct State {
     released: bool,
     /// When the write path last looked at the control socket.
     tcp_checked: Instant,
+    /// The application's `SO_KEEPALIVE` once the connection's own liveness timers own the
+    /// kernel's keepalive (see `watch_liveness`); `None` before.
+    user_keepalive: Option<bool>,
 }
 
 pub struct Conn {
@@ -209,6 +212,7 @@ impl Conn {
             linger_seconds: None,
             released: false,
             tcp_checked: Instant::now(),
+            user_keepalive: None,
         }
     }
 
@@ -496,17 +500,19 @@ impl Conn {
                     state.tx.addr_sent = true;
                 }
             }
+            let mut upgraded = false;
             if let (Some(link), Some(addr)) = (&mut state.link, &state.peer_addr) {
                 if !link.has_endpoint() && !state.upgrade_failed {
                     match link.connect(addr) {
                         Ok(()) => {
                             state.path = String::from("ucx");
                             info!("connection {} upgraded to UCX", self.serial);
+                            upgraded = true;
                         }
                         Err(e) => {
                             state.upgrade_failed = true;
                             state.path = format!("tcp (UCX endpoint could not be created: {e})");
-                            info!("connection {} stays on TCP: {e}", self.serial);
+                            info!("connection {} {} stays on TCP: {e}", self.serial, Self::peer_label(state.role, state.remote));
                         }
                     }
                 }
@@ -515,12 +521,32 @@ impl Conn {
                     state.tx.switched = true;
                 }
             }
+            if upgraded {
+                self.watch_liveness(state);
+            }
         }
         if state.tx.fin_pending && state.proto != Proto::Unknown {
             state.tx.fin_pending = false;
             self.send_fin(state);
         }
         self.flush_socket(state);
+    }
+
+    /// The control socket of an upgraded connection carries no user data: let the kernel probe
+    /// it so that a peer that became unreachable (link down, host gone) fails the connection
+    /// within `hadronio.livenessMillis` instead of TCP's quarter of an hour. The application's
+    /// `SO_KEEPALIVE` stays what it set, as far as it can tell.
+    fn watch_liveness(&self, state: &mut State) {
+        let millis = settings().liveness_ms;
+        let Some(socket) = &state.socket else { return };
+        if millis == 0 || state.user_keepalive.is_some() {
+            return;
+        }
+        let user = socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).map(|v| v != 0).unwrap_or(false);
+        match socket.set_liveness(millis) {
+            Ok(()) => state.user_keepalive = Some(user),
+            Err(e) => info!("connection {}: no liveness timers on the control socket: {e}", self.serial),
+        }
     }
 
     /// Gives up the UCX half (the peer turned out not to speak hadroNIO).
@@ -537,8 +563,24 @@ impl Conn {
 
     fn set_fatal(&self, state: &mut State, error: Error) {
         if state.fatal.is_none() {
-            debug!("connection {}: {}", self.serial, error);
+            if error.status == Status::Protocol {
+                // A peer that breaks the protocol (or fails authentication) is worth a line.
+                warn!("connection {} {}: {}; the connection fails", self.serial, Self::peer_label(state.role, state.remote), error);
+            } else if state.proto == Proto::Hadronio && state.peer_hello.is_none() {
+                info!("connection {} {} failed during the hadroNIO handshake: {}", self.serial, Self::peer_label(state.role, state.remote), error);
+            } else {
+                debug!("connection {}: {}", self.serial, error);
+            }
             state.fatal = Some(error);
+        }
+    }
+
+    /// "from <address>" (accepted) or "to <address>" (connected), for log lines.
+    fn peer_label(role: Role, remote: Option<SocketAddr>) -> String {
+        let direction = if role == Role::Server { "from" } else { "to" };
+        match remote {
+            Some(addr) => format!("{direction} {addr}"),
+            None => String::from("(unconnected)"),
         }
     }
 
@@ -602,7 +644,13 @@ impl Conn {
                             self.send_hello(state);
                             self.advance(state);
                         }
-                        Ok(_) => {
+                        Ok(n) => {
+                            info!(
+                                "connection {} {}: served as plain TCP, the peer does not speak hadroNIO (first bytes {:02x?})",
+                                self.serial,
+                                Self::peer_label(state.role, state.remote),
+                                &peek[..n]
+                            );
                             state.proto = Proto::Plain;
                             state.upgrade_failed = true;
                             state.path = String::from("tcp (peer does not speak hadroNIO)");
@@ -749,12 +797,26 @@ impl Conn {
     }
 
     /// A reset control socket ends the peer's stream like an EOF without FIN: what arrived
-    /// before (over UCX too) stays readable, and reading past it reports the reset.
+    /// before (over UCX too) stays readable, and reading past it reports the reset. A control
+    /// socket that timed out (the peer stopped answering: link down, host gone) fails the whole
+    /// connection: nothing more will come over UCX either.
     fn control_recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
-        match e.kind() {
-            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::ECONNABORTED) => {
                 state.rx.eof = true;
                 Ok(())
+            }
+            Some(libc::ETIMEDOUT) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) | Some(libc::EHOSTDOWN)
+            | Some(libc::ENETDOWN) => {
+                let text = Error::io("", &e).message;
+                let why = match state.user_keepalive {
+                    Some(_) => format!(
+                        "the peer did not answer on the control connection for {} ms (hadronio.livenessMillis)",
+                        settings().liveness_ms
+                    ),
+                    None => String::from("the peer did not answer on the control connection"),
+                };
+                Err(Error::new(Status::Io, format!("{text}: {why}")))
             }
             _ => Err(Error::io("", &e)),
         }
@@ -851,7 +913,7 @@ impl Conn {
                 }
                 state.rx.fin = Some(messages);
             }
-            FrameType::Credit | FrameType::Data => return protocol_error("unexpected frame"),
+            FrameType::Credit | FrameType::Data => return protocol_error(&format!("unexpected {kind:?} frame")),
         }
         self.advance(state);
         Ok(())
@@ -881,7 +943,19 @@ impl Conn {
             return Some(error.clone());
         }
         if state.proto == Proto::Hadronio && state.rx.eof && state.rx.fin.is_none() {
-            return Some(Error::new(Status::Reset, "Connection reset by peer"));
+            // Say where the peer's stream broke off when that is more than "somewhere".
+            let at = if let Some((kind, length)) = state.rx.control {
+                format!(" (it closed in the middle of a {kind:?} frame: {} of {length} bytes)", state.rx.payload.len())
+            } else if state.rx.header_len > 0 {
+                format!(" (it closed in the middle of a frame header: {} of {} bytes)", state.rx.header_len, protocol::FRAME_HEADER_LEN)
+            } else if state.rx.data_left > 0 {
+                format!(" (it closed in the middle of a DATA frame: {} bytes missing)", state.rx.data_left)
+            } else if state.peer_hello.is_none() {
+                String::from(" (it closed during the hadroNIO handshake, before its HELLO)")
+            } else {
+                String::new()
+            };
+            return Some(Error::new(Status::Reset, format!("Connection reset by peer{at}")));
         }
         if let (true, Some(link)) = (state.rx.switched, &state.link) {
             if let Some(code) = link.endpoint_error() {
@@ -1624,13 +1698,21 @@ impl Conn {
             state.linger_seconds = if value < 0 { None } else { Some(value) };
         }
         let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        if option == OPT_SO_KEEPALIVE && state.user_keepalive.is_some() {
+            // The liveness timers keep the kernel's keepalive on; remember what was asked.
+            state.user_keepalive = Some(value != 0);
+            return Ok(());
+        }
         set_socket_option(socket, option, value)
     }
 
     pub fn get_option(&self, option: i32) -> Result<i32> {
         let state = self.lock();
         let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-        get_socket_option(socket, option)
+        match (option, state.user_keepalive) {
+            (OPT_SO_KEEPALIVE, Some(user)) => Ok(user as i32),
+            _ => get_socket_option(socket, option),
+        }
     }
 }
 

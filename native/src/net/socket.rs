@@ -323,6 +323,23 @@ impl Socket {
         Ok(if linger.l_onoff != 0 { Some(linger.l_linger) } else { None })
     }
 
+    /// Makes the kernel fail the connection with `ETIMEDOUT` once the peer's kernel has not been
+    /// heard from for about `millis` (at most one keepalive interval more): keepalive probes
+    /// start after a short idle time, and `TCP_USER_TIMEOUT` bounds both the unanswered probes
+    /// and unacknowledged data. Meant for a socket that carries no user data (an upgraded
+    /// connection's control socket); `millis` 0 changes nothing.
+    pub fn set_liveness(&self, millis: u64) -> io::Result<()> {
+        if millis == 0 {
+            return Ok(());
+        }
+        let timers = LivenessTimers::for_timeout(millis);
+        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, timers.idle_s)?;
+        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, timers.interval_s)?;
+        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, timers.count)?;
+        self.set_int(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, timers.user_timeout_ms)?;
+        self.set_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)
+    }
+
     /// Bytes received and not yet read (`FIONREAD`).
     pub fn pending_bytes(&self) -> usize {
         let mut count: c_int = 0;
@@ -347,6 +364,38 @@ impl Socket {
     pub fn close_with_reset(self) {
         let _ = self.set_linger(Some(0));
         drop(self);
+    }
+}
+
+/// Kernel timers that detect a silent peer within a timeout (see [`Socket::set_liveness`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LivenessTimers {
+    /// `TCP_KEEPIDLE`: seconds of silence before the first probe.
+    pub idle_s: c_int,
+    /// `TCP_KEEPINTVL`: seconds between probes.
+    pub interval_s: c_int,
+    /// `TCP_KEEPCNT`: unanswered probes before giving up (kernels without `TCP_USER_TIMEOUT`
+    /// support in keepalive).
+    pub count: c_int,
+    /// `TCP_USER_TIMEOUT`: milliseconds of silence (with probes or data outstanding) before the
+    /// kernel gives up.
+    pub user_timeout_ms: c_int,
+}
+
+impl LivenessTimers {
+    /// Probes every third of the timeout (at least every second, the kernel's granularity), so
+    /// that several go unanswered before the timeout ends the connection.
+    pub fn for_timeout(millis: u64) -> LivenessTimers {
+        // Kernel limits: MAX_TCP_KEEPIDLE / MAX_TCP_KEEPINTVL 32767 s, MAX_TCP_KEEPCNT 127.
+        let millis = millis.clamp(1, i32::MAX as u64);
+        let step = (millis / 3000).clamp(1, 32767);
+        let count = (millis / 1000).saturating_sub(step) / step;
+        LivenessTimers {
+            idle_s: step as c_int,
+            interval_s: step as c_int,
+            count: count.clamp(1, 127) as c_int,
+            user_timeout_ms: millis as c_int,
+        }
     }
 }
 
@@ -436,6 +485,41 @@ mod tests {
             }
         }
         assert_eq!(&buf[..5], b"hello");
+    }
+
+    #[test]
+    fn liveness_timers_fit_the_timeout() {
+        let t = LivenessTimers::for_timeout(4000);
+        assert_eq!(t, LivenessTimers { idle_s: 1, interval_s: 1, count: 3, user_timeout_ms: 4000 });
+        let t = LivenessTimers::for_timeout(60_000);
+        assert_eq!((t.idle_s, t.interval_s, t.count, t.user_timeout_ms), (20, 20, 2, 60_000));
+        let t = LivenessTimers::for_timeout(300);
+        assert_eq!((t.idle_s, t.interval_s, t.count, t.user_timeout_ms), (1, 1, 1, 300));
+        let t = LivenessTimers::for_timeout(86_400_000);
+        assert_eq!((t.idle_s, t.interval_s, t.count), (28_800, 28_800, 2));
+        for millis in [1, 999, 1000, 2500, 4000, 10_000, 123_456, 86_400_000] {
+            let t = LivenessTimers::for_timeout(millis);
+            assert!(t.idle_s >= 1 && t.interval_s >= 1 && (1..=127).contains(&t.count), "{millis}: {t:?}");
+            // The probes fit in the timeout (or are as few and as early as the kernel allows).
+            assert!(
+                (t.idle_s + t.count * t.interval_s) as u64 * 1000 <= millis.max(2000),
+                "{millis}: {t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn liveness_sets_keepalive_and_user_timeout() {
+        let socket = Socket::new(ipv6_available()).unwrap();
+        assert_eq!(socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).unwrap(), 0);
+        socket.set_liveness(0).unwrap();
+        assert_eq!(socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).unwrap(), 0);
+        socket.set_liveness(4000).unwrap();
+        assert_eq!(socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).unwrap(), 1);
+        assert_eq!(socket.get_int(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE).unwrap(), 1);
+        assert_eq!(socket.get_int(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL).unwrap(), 1);
+        assert_eq!(socket.get_int(libc::IPPROTO_TCP, libc::TCP_KEEPCNT).unwrap(), 3);
+        assert_eq!(socket.get_int(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT).unwrap(), 4000);
     }
 
     #[test]

@@ -566,8 +566,26 @@ unsafe impl Send for Endpoint {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Endpoint {}
 
+/// Zero bytes appended to a peer's worker address before UCX parses it. UCX reads an address
+/// without knowing its length, so a truncated or forged one would make it read past the end of
+/// the buffer; a zero device or interface entry ends every parse with an error well within this
+/// margin (entries and skips are at most a few hundred bytes each, and entries are bounded).
+const ADDRESS_PADDING: usize = 4096;
+
+/// Refuses worker addresses that would make UCX abort the process instead of failing: UCX
+/// asserts (also in release builds) that the version in the low 4 bits of the first byte is 1
+/// or 2 (encoded 0 or 1).
+pub fn check_worker_address(remote: &[u8]) -> Result<()> {
+    const INVALID_ADDR: Status = Status(-7);
+    match remote.first() {
+        Some(header) if header & 0x0f <= 1 && remote.len() >= 2 => Ok(()),
+        _ => Err(UcxError { call: "checking the peer's UCX worker address", status: INVALID_ADDR }),
+    }
+}
+
 impl Endpoint {
-    /// Connects to the worker whose address is `remote`.
+    /// Connects to the worker whose address is `remote` (untrusted bytes from the peer: checked
+    /// with [`check_worker_address`] and padded with zeros before UCX reads them).
     ///
     /// # Safety
     /// `err_arg` must stay valid until the endpoint is dropped; `err_cb` runs inside progress.
@@ -577,6 +595,10 @@ impl Endpoint {
         err_cb: ErrorCallback,
         err_arg: *mut c_void,
     ) -> Result<Endpoint> {
+        check_worker_address(remote)?;
+        let mut padded = Vec::with_capacity(remote.len() + ADDRESS_PADDING);
+        padded.extend_from_slice(remote);
+        padded.resize(remote.len() + ADDRESS_PADDING, 0);
         let lock = worker.lock();
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
@@ -584,13 +606,14 @@ impl Endpoint {
             | sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE
             | sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_ERR_HANDLER)
             .0 as u64;
-        params.address = remote.as_ptr() as *const sys::ucp_address_t;
+        params.address = padded.as_ptr() as *const sys::ucp_address_t;
         params.err_mode = sys::ucp_err_handling_mode_t::UCP_ERR_HANDLING_MODE_PEER;
         // SAFETY: `ucs_status_t` is passed as one byte, exactly like `i8`.
         params.err_handler.cb = Some(unsafe { std::mem::transmute::<ErrorCallback, _>(err_cb) });
         params.err_handler.arg = err_arg;
         let mut handle: sys::ucp_ep_h = ptr::null_mut();
-        // SAFETY: the worker is valid and locked; `remote` outlives the call (UCX copies it).
+        // SAFETY: the worker is valid and locked; `padded` outlives the call (UCX copies what it
+        // keeps).
         check("ucp_ep_create", unsafe { sys::ucp_ep_create(lock.worker.handle, &params, &mut handle) })?;
         drop(lock);
         Ok(Endpoint { worker: worker.clone(), handle })

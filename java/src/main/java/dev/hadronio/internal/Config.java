@@ -14,6 +14,8 @@ import java.util.Locale;
  * <tr><td>hadronio.sendBufferLength</td><td>262144</td><td>bytes a connection may stage</td></tr>
  * <tr><td>hadronio.spinMicros</td><td>50</td><td>longest busy-poll before sleeping</td></tr>
  * <tr><td>hadronio.lingerMillis</td><td>30000</td><td>how long close keeps delivering data</td></tr>
+ * <tr><td>hadronio.livenessMillis</td><td>4000</td><td>how long an upgraded connection may hear
+ * nothing from the peer's host before it fails (0: the kernel's TCP defaults)</td></tr>
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
@@ -27,6 +29,7 @@ public final class Config {
     public static final String SEND_BUFFER_LENGTH = "hadronio.sendBufferLength";
     public static final String SPIN_MICROS = "hadronio.spinMicros";
     public static final String LINGER_MILLIS = "hadronio.lingerMillis";
+    public static final String LIVENESS_MILLIS = "hadronio.livenessMillis";
     public static final String TRANSPORT = "hadronio.transport";
     public static final String UCX_LIBRARY = "hadronio.ucx.library";
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
@@ -40,6 +43,7 @@ public final class Config {
     final int sendBufferLength;
     final long spinNanos;
     final long lingerMillis;
+    final long livenessMillis;
     final boolean ucx;
     final boolean ipv6;
     final boolean systemUcx;
@@ -52,6 +56,7 @@ public final class Config {
         sendBufferLength = (int) integer(SEND_BUFFER_LENGTH, 262144, 0, 1 << 30);
         spinNanos = integer(SPIN_MICROS, 50, 0, 10_000) * 1000;
         lingerMillis = integer(LINGER_MILLIS, 30_000, 0, 3_600_000);
+        livenessMillis = integer(LIVENESS_MILLIS, 4000, 0, 86_400_000);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
         String library = System.getenv("HADRONIO_UCX");
         systemUcx = choice(UCX_LIBRARY, library == null ? "bundled" : library.toLowerCase(Locale.ROOT), "bundled", "system")
@@ -90,7 +95,9 @@ public final class Config {
 
     /** The values handed to the native side. KEEP IN SYNC: native/src/config.rs (SETTING_NAMES). */
     long[] values() {
-        return new long[] {slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0};
+        return new long[] {
+            slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis
+        };
     }
 
     static long integer(String property, long fallback, long min, long max) {

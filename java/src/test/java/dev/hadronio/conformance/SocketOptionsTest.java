@@ -82,6 +82,34 @@ public class SocketOptionsTest extends AbstractConformanceTest {
         assertEquals("data still flows after changing options", 1, readExactly(pair.server, 1)[0]);
     }
 
+    /**
+     * Options read as the application left them once data has flowed. (hadroNIO has then upgraded the
+     * connection to UCX and turned on its own keepalive timers on the TCP socket, see
+     * {@code hadronio.livenessMillis}; {@code SO_KEEPALIVE} must still read as set.)
+     */
+    @Test
+    public void optionsAfterDataFlowed() throws Exception {
+        Pair pair = connectPair();
+        for (int i = 0; i < 10; i++) {
+            pair.client.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) i}));
+            assertEquals(i, readExactly(pair.server, 1)[0]);
+            pair.server.write(java.nio.ByteBuffer.wrap(new byte[] {(byte) i}));
+            assertEquals(i, readExactly(pair.client, 1)[0]);
+        }
+        if (target.isHadronio()) {
+            for (SocketChannel channel : new SocketChannel[] {pair.client, pair.server}) {
+                String path = ((dev.hadronio.nio.HadronioSocketChannel) channel).transportDescription();
+                assertTrue("upgraded to UCX: " + path, path.startsWith("ucx"));
+            }
+        }
+        assertClientDefaults(pair.client, false);
+        assertClientDefaults(pair.server, true);
+        assertClientRoundTrips(pair.client);
+        assertClientRoundTrips(pair.server);
+        pair.client.write(java.nio.ByteBuffer.wrap(new byte[] {7}));
+        assertEquals("data still flows after changing options", 7, readExactly(pair.server, 1)[0]);
+    }
+
     @Test
     public void serverRoundTrips() throws Exception {
         ServerSocketChannel server = newServer();
