@@ -163,7 +163,8 @@ fn check_addr(payload: &[u8]) -> Option<Addr> {
 /// How a peer's TCP stream ends for the side that reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End {
-    /// Not a hadroNIO peer: the bytes are the stream itself (server side only).
+    /// Not a hadroNIO peer: the bytes are the stream itself (server side), or a server that
+    /// closed before it said anything (client side, no bytes).
     Plain,
     /// The bytes ran out (at or inside a frame). With a FIN before: end of stream; without:
     /// the connection was reset.
@@ -318,6 +319,10 @@ pub fn expect_server(stream: &[u8], link: bool) -> Outcome {
 
 /// The outcome for the side that connected (a client: the server must answer with the magic).
 pub fn expect_client(stream: &[u8], link: bool) -> Outcome {
+    if stream.is_empty() {
+        // The server closed before it said anything: a plain end of stream.
+        return Outcome { data: Vec::new(), fin: None, end: End::Plain, frames: 0 };
+    }
     let n = stream.len().min(MAGIC.len());
     if stream[..n] != MAGIC[..n] {
         return Outcome { data: Vec::new(), fin: None, end: End::Error("not a hadroNIO server".into()), frames: 0 };
