@@ -62,7 +62,7 @@ public class MisuseTest {
     static final int THREADS = 8;
     static final int CLOSERS = 16;
     static final int ROUNDS = 20;
-    static final int RACE_ROUNDS = 100;
+    static final int RACE_ROUNDS = 200;
 
     @Parameters(name = "{0}")
     public static List<Object[]> parameters() {
@@ -503,9 +503,11 @@ public class MisuseTest {
 
     /**
      * {@value #RACE_ROUNDS} rounds each: one thread registers a channel while another closes that
-     * channel, or closes the selector. The register either throws exactly ClosedChannelException
+     * channel, or closes the selector, 0 to 98 microseconds later (a different delay each round, to
+     * sweep the window). The register either throws exactly ClosedChannelException
      * (channel closed) or ClosedSelectorException (selector closed), or returns a key that is invalid
-     * once the close has returned.
+     * once the close has returned (and the channel is no longer registered, so that it can go back to
+     * blocking mode).
      *
      * <p>Two races of the JDK's own code are tolerated (and counted) because the oracle has them on JDK
      * 17: a Selector.close() racing a first registration may throw NullPointerException from
@@ -528,8 +530,13 @@ public class MisuseTest {
                     barrier.await(WAIT_SECONDS, TimeUnit.SECONDS);
                     return channel.register(selector, SelectionKey.OP_READ);
                 });
+                long delayNanos = (round / 2 % 50) * 2_000L;
                 Attempt close = new Attempt("close", () -> {
                     barrier.await(WAIT_SECONDS, TimeUnit.SECONDS);
+                    long until = System.nanoTime() + delayNanos;
+                    while (System.nanoTime() < until) {
+                        Thread.onSpinWait();
+                    }
                     if (closeChannel) {
                         channel.close();
                     } else {
@@ -552,6 +559,7 @@ public class MisuseTest {
                             selector.selectNow();
                         }
                         assertFalse(what + ": the key register() returned is still valid", key.isValid());
+                        assertFalse(what + ": the channel is still registered", channel.isRegistered());
                         outcome = "key";
                     } else if (thrown.getClass() == CancelledKeyException.class) {
                         outcome = "CancelledKeyException (JDK-8287580)";
