@@ -109,7 +109,7 @@ public class PeerKillTest {
             int port = ((InetSocketAddress) server.getLocalAddress()).getPort();
             peer = resources.add(new ChildJvm.Builder("peer", StreamPeer.class).provider(provider)
                     .args("connect", "127.0.0.1", port, "write").start());
-            SocketChannel accepted = acceptWithin(server, peer, 30);
+            SocketChannel accepted = Reliability.acceptWithin(server, peer, 30);
             resources.add(accepted);
             outcome.channel = accepted;
         } else {
@@ -182,21 +182,6 @@ public class PeerKillTest {
             assertTrue("survivor selector thread alive", survivor.isAlive());
             assertEquals("echo failures", null, echo.failure.get());
         }
-    }
-
-    private static SocketChannel acceptWithin(ServerSocketChannel server, ChildJvm peer, int seconds)
-            throws IOException, InterruptedException {
-        server.configureBlocking(false);
-        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
-        while (System.nanoTime() < deadline) {
-            SocketChannel accepted = server.accept();
-            if (accepted != null) {
-                accepted.configureBlocking(true);
-                return accepted;
-            }
-            Thread.sleep(5);
-        }
-        throw new AssertionError("no connection from the peer within " + seconds + " s\n" + peer.output());
     }
 
     private static ByteBuffer randomBuffer() {

@@ -2,10 +2,12 @@ package dev.hadronio.reliability;
 
 import java.io.File;
 import java.io.IOException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.channels.spi.SelectorProvider;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
-import java.nio.channels.spi.SelectorProvider;
 import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
@@ -61,6 +63,26 @@ public final class Reliability {
                 System.out.println("(could not write " + file + ": " + e + ")");
             }
         }
+    }
+
+    /**
+     * Accepts one connection from {@code peer} within {@code seconds} (polling a non-blocking accept, so
+     * that a peer that never connects fails the test with its output instead of hanging it); the
+     * accepted channel is in blocking mode.
+     */
+    public static SocketChannel acceptWithin(ServerSocketChannel server, ChildJvm peer, int seconds)
+            throws IOException, InterruptedException {
+        server.configureBlocking(false);
+        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            SocketChannel accepted = server.accept();
+            if (accepted != null) {
+                accepted.configureBlocking(true);
+                return accepted;
+            }
+            Thread.sleep(5);
+        }
+        throw new AssertionError("no connection from the peer within " + seconds + " s\n" + peer.output());
     }
 
     // --- the providers -------------------------------------------------------------------------

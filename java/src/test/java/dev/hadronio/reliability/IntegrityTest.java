@@ -1,0 +1,147 @@
+package dev.hadronio.reliability;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TestRule;
+import org.junit.runner.RunWith;
+import org.junit.runners.Parameterized;
+import org.junit.runners.Parameterized.Parameter;
+import org.junit.runners.Parameterized.Parameters;
+
+/**
+ * Data integrity between two JVMs: {@value #CONNECTIONS} connections, each carrying random data in both
+ * directions at once, messages of 1 B .. 16 MiB written in blocking mode, read with random lengths,
+ * every byte compared with what was sent and each direction's CRC32C compared between the two JVMs
+ * (see {@link IntegrityPeer}). The total over all streams is 256 MiB, or
+ * {@code -Dhadronio.reliability.integrityBytes=<bytes>} (4294967296 for the large run).
+ *
+ * <p>Rows: the JDK's provider (the oracle); hadroNIO with UCX's default transports (shared memory
+ * between the two JVMs); hadroNIO with {@code UCX_TLS=tcp} in both JVMs' environment (UCX over TCP). For
+ * hadroNIO every connection must have been upgraded, over a shared-memory lane, or a TCP lane and no
+ * shared memory, respectively. Each row records the bytes verified and the throughput (both
+ * directions, all connections, from the first START to the last END) as figures.
+ */
+@RunWith(Parameterized.class)
+public class IntegrityTest {
+    static final int CONNECTIONS = 16;
+    static final long TOTAL = Long.getLong("hadronio.reliability.integrityBytes", 256L << 20);
+    /** Bounds a hang only: 60 s plus 10 MiB/s. */
+    static final long TIMEOUT_SECONDS = 60 + TOTAL / (10 << 20);
+
+    @Parameters(name = "{0}-{1}")
+    public static List<Object[]> parameters() {
+        List<Object[]> rows = new ArrayList<>();
+        rows.add(new Object[] {Reliability.Provider.JDK, "kernel"});
+        rows.add(new Object[] {Reliability.Provider.HADRONIO, "shm"});
+        rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp"});
+        return rows;
+    }
+
+    @Parameter(0)
+    public Reliability.Provider provider;
+    /** {@code kernel} (JDK), {@code shm} (UCX defaults) or {@code tcp} ({@code UCX_TLS=tcp}). */
+    @Parameter(1)
+    public String transport;
+
+    private final Resources resources = new Resources();
+
+    @Rule
+    public final TestRule rules = resources.withTimeout(TIMEOUT_SECONDS + 60);
+
+    private ChildJvm start(String name, Object... args) throws Exception {
+        ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
+                .jvm("-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m").args(args);
+        if (transport.equals("tcp")) {
+            builder.env("UCX_TLS", "tcp");
+        }
+        return resources.add(builder.start());
+    }
+
+    /** {@code KEY <connection> <rest>} lines of a child, by connection. */
+    private static Map<Integer, String[]> byConnection(ChildJvm child, String key) {
+        Map<Integer, String[]> values = new HashMap<>();
+        for (ChildJvm.Line line : child.all(key)) {
+            String[] words = line.text.split(" ", 3);
+            values.put(Integer.parseInt(words[1]), words[2].split(" "));
+        }
+        return values;
+    }
+
+    @Test
+    public void everyByteArrivesIntact() throws Exception {
+        ChildJvm server = start("server", "listen", "127.0.0.1", 0, CONNECTIONS, TOTAL);
+        int port = Integer.parseInt(server.awaitValue("PORT", 60));
+        ChildJvm client = start("client", "connect", "127.0.0.1", port, CONNECTIONS, TOTAL);
+        for (ChildJvm child : new ChildJvm[] {server, client}) {
+            ChildJvm.Line end = child.await(text -> text.startsWith("END ") || text.startsWith("FAILED"),
+                    TIMEOUT_SECONDS);
+            if (end == null || end.text.startsWith("FAILED")) {
+                fail("the " + child.name() + " JVM did not finish its streams\n" + server.output() + client.output());
+            }
+        }
+        for (ChildJvm child : new ChildJvm[] {server, client}) {
+            child.send("EXIT");
+        }
+        for (ChildJvm child : new ChildJvm[] {server, client}) {
+            assertEquals("exit status of the " + child.name() + " JVM\n" + child.output(), 0, child.awaitExit(60));
+            assertNull("failure in the " + child.name() + " JVM\n" + child.output(),
+                    child.find(text -> text.startsWith("FAILED")));
+        }
+        String both = "\n" + server.output() + client.output();
+
+        long verified = 0;
+        ChildJvm[][] directions = {{client, server}, {server, client}};
+        for (ChildJvm[] direction : directions) {
+            Map<Integer, String[]> sent = byConnection(direction[0], "SENT");
+            Map<Integer, String[]> received = byConnection(direction[1], "RECEIVED");
+            for (int connection = 0; connection < CONNECTIONS; connection++) {
+                String what = direction[0].name() + " to " + direction[1].name() + ", connection " + connection;
+                long expected = IntegrityPeer.streamBytes(TOTAL, CONNECTIONS, connection);
+                String[] out = sent.get(connection);
+                String[] in = received.get(connection);
+                assertTrue(what + ": SENT and RECEIVED lines" + both, out != null && in != null);
+                assertEquals(what + ": bytes sent", expected, Long.parseLong(out[0]));
+                assertEquals(what + ": bytes received", expected, Long.parseLong(in[0]));
+                assertEquals(what + ": first byte that differs from what was sent", -1L, Long.parseLong(in[2]));
+                assertEquals(what + ": CRC32C sent vs received", out[1], in[1]);
+                verified += Long.parseLong(in[0]);
+            }
+        }
+        assertEquals("bytes verified", TOTAL, verified);
+
+        if (provider == Reliability.Provider.HADRONIO) {
+            for (ChildJvm child : new ChildJvm[] {server, client}) {
+                Map<Integer, String[]> paths = byConnection(child, "PATH");
+                assertEquals(child.name() + ": connections with a PATH line" + both, CONNECTIONS, paths.size());
+                for (Map.Entry<Integer, String[]> entry : paths.entrySet()) {
+                    String path = String.join(" ", entry.getValue());
+                    String what = child.name() + ", connection " + entry.getKey() + ": " + path;
+                    assertTrue("upgraded to UCX: " + what, path.startsWith("ucx"));
+                    boolean sharedMemory = path.matches(".*lane\\[\\d+\\]:.*(posix|sysv|cma)/.*");
+                    if (transport.equals("shm")) {
+                        assertTrue("a shared-memory lane: " + what, sharedMemory);
+                    } else {
+                        assertTrue("a TCP lane: " + what, path.matches(".*lane\\[\\d+\\]:.*tcp/.*"));
+                        assertTrue("no shared memory with UCX_TLS=tcp: " + what, !sharedMemory);
+                    }
+                }
+            }
+        }
+
+        long start = Math.min(Long.parseLong(server.awaitValue("START", 1)), Long.parseLong(client.awaitValue("START", 1)));
+        long end = Math.max(Long.parseLong(server.awaitValue("END", 1)), Long.parseLong(client.awaitValue("END", 1)));
+        double seconds = Math.max(1, end - start) / 1000.0;
+        String name = getClass().getSimpleName() + "[" + provider + "-" + transport + "-" + (TOTAL >> 20) + "MiB]";
+        Reliability.figure(name, "bytes verified", verified, "bytes (" + CONNECTIONS + " connections, both directions)");
+        Reliability.figure(name, "throughput", verified / 1e6 / seconds, "MB/s (" + (end - start) + " ms)");
+    }
+}
