@@ -1388,6 +1388,10 @@ impl Conn {
         }
         drop(state);
         self.notify_keys();
+        // A writer blocked in this channel must see the shutdown (it fails, as with the JDK).
+        if let Some(hub) = self.hub.get() {
+            hub.wake_always();
+        }
         Ok(())
     }
 

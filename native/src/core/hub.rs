@@ -687,6 +687,12 @@ impl Hub {
     }
 }
 
+impl Drop for Hub {
+    fn drop(&mut self) {
+        debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
+    }
+}
+
 /// The background thread: progresses hubs that have work nobody else may do (staged data of
 /// idle blocking channels, lingering closes). It sleeps in an epoll set that nests the epoll sets
 /// of those hubs, so it wakes on their events and uses no CPU otherwise.

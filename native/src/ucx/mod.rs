@@ -549,6 +549,7 @@ impl WorkerLock<'_> {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        debug!("destroying a UCX worker");
         // SAFETY: every endpoint holds an `Arc<Worker>`, so none is left; no other thread can hold
         // the lock of a worker that is being dropped.
         unsafe { sys::ucp_worker_destroy(self.handle) };

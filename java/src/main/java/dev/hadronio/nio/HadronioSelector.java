@@ -41,6 +41,11 @@ public final class HadronioSelector extends AbstractSelector {
     private int freeCount;
     private int nextIndex;
     private final Set<SelectionKey> keys = ConcurrentHashMap.newKeySet();
+    /**
+     * Set under {@code wakeupLock} when closing starts. A registration checks it and adds its key
+     * under the same lock, so the close either sees (and cancels) the key or the registration fails.
+     */
+    private volatile boolean closing;
     private final Set<SelectionKey> publicKeys = Collections.unmodifiableSet(keys);
     private final Set<SelectionKey> selectedKeys = new HashSet<>();
     private final Set<SelectionKey> publicSelectedKeys = new UngrowableSet<>(selectedKeys);
@@ -61,7 +66,7 @@ public final class HadronioSelector extends AbstractSelector {
     }
 
     private void ensureOpen() {
-        if (!isOpen()) {
+        if (!isOpen() || closing) {
             throw new ClosedSelectorException();
         }
     }
@@ -122,7 +127,11 @@ public final class HadronioSelector extends AbstractSelector {
                         key.attachNative(Native.keyRegister(selectorHandle, socket.nativeHandle(), false, key.index, ops), ops);
                     }
                 }
+                keys.add(key);
             }
+        } catch (ClosedSelectorException e) {
+            releaseIndex(key.index);
+            throw e;
         } catch (ClosedChannelException e) {
             // Closed while registering: the key is born cancelled and goes at the next select.
             key.attachNative(0, ops);
@@ -130,7 +139,6 @@ public final class HadronioSelector extends AbstractSelector {
             key.cancel();
             return key;
         }
-        keys.add(key);
         return key;
     }
 
@@ -293,6 +301,9 @@ public final class HadronioSelector extends AbstractSelector {
     protected void implCloseSelector() throws IOException {
         wakeup();
         synchronized (this) {
+            synchronized (wakeupLock) {
+                closing = true;
+            }
             for (SelectionKey key : keys) {
                 key.cancel();
             }

@@ -82,9 +82,11 @@ public class PeerKillTest {
         volatile long nanos;
         volatile SocketChannel channel;
 
-        void finish(String text) {
-            if (result.compareAndSet(null, text)) {
+        /** Records the first outcome; its time is visible once {@code result} is. */
+        synchronized void finish(String text) {
+            if (result.get() == null) {
                 nanos = System.nanoTime();
+                result.set(text);
             }
         }
     }
@@ -164,6 +166,8 @@ public class PeerKillTest {
             fail("the survivor saw neither an IOException nor end of stream within " + HANG_MILLIS
                     + " ms of the kill (it hangs); survivor thread " + survivor.getState() + ":" + stack);
         }
+        assertTrue("the survivor saw " + outcome.result.get() + " before the kill",
+                outcome.nanos - killed >= 0);
         double millis = (outcome.nanos - killed) / 1e6;
         Reliability.figure(name, "detection after SIGKILL", millis, "ms (" + outcome.result.get() + ")");
         String result = outcome.result.get();
