@@ -274,4 +274,26 @@ public final class ChildJvm implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
     }
+
+    /** The body of a child program's {@code main}. */
+    interface Body {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs a child program: exits 0 after {@code body}, or prints {@code FAILED <exception>} and its
+     * stack on stdout (where the test looks) and exits 1.
+     */
+    static void runMain(Body body) {
+        try {
+            body.run();
+            System.out.flush();
+            System.exit(0);
+        } catch (Throwable t) {
+            System.out.println("FAILED " + t);
+            t.printStackTrace(System.out);
+            System.out.flush();
+            System.exit(1);
+        }
+    }
 }

@@ -74,19 +74,12 @@ public final class ChurnProgram {
     }
 
     public static void main(String[] args) {
-        try {
+        ChildJvm.runMain(() -> {
             boolean selector = args[0].equals("selector");
             int cycles = Integer.parseInt(args[1]);
             int warmup = Integer.parseInt(args[2]);
             new ChurnProgram().run(selector, cycles, warmup);
-            System.out.flush();
-            System.exit(0);
-        } catch (Throwable t) {
-            System.out.println("FAILED " + t);
-            t.printStackTrace(System.out);
-            System.out.flush();
-            System.exit(1);
-        }
+        });
     }
 
     private void run(boolean selectorMode, int cycles, int warmup) throws Exception {

@@ -4,7 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
-import java.util.ArrayList;
+import dev.hadronio.reliability.Reliability.Mode;
 import java.util.List;
 import java.util.Locale;
 import org.junit.Assume;
@@ -58,17 +58,9 @@ public class ChurnTest {
     /** Bounds a hang only: a blocking hadroNIO cycle takes ~20 ms on the 2-core CI machine. */
     static final long TIMEOUT_SECONDS = 120 + (CYCLES + WARMUP) / 20;
 
-    enum Mode { BLOCKING, SELECTOR }
-
     @Parameters(name = "{0}-{1}")
     public static List<Object[]> parameters() {
-        List<Object[]> rows = new ArrayList<>();
-        for (Reliability.Provider provider : Reliability.Provider.values()) {
-            for (Mode mode : Mode.values()) {
-                rows.add(new Object[] {provider, mode});
-            }
-        }
-        return rows;
+        return Reliability.providerModeRows();
     }
 
     @Parameter(0)

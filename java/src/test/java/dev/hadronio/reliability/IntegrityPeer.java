@@ -114,16 +114,10 @@ public final class IntegrityPeer {
     }
 
     public static void main(String[] args) {
-        try {
+        ChildJvm.runMain(() -> {
             new IntegrityPeer().run(args[0].equals("listen"), args[1], Integer.parseInt(args[2]),
                     Integer.parseInt(args[3]), Long.parseLong(args[4]));
-            System.exit(0);
-        } catch (Throwable t) {
-            System.out.println("FAILED " + t);
-            t.printStackTrace(System.out);
-            System.out.flush();
-            System.exit(1);
-        }
+        });
     }
 
     private void run(boolean listen, String host, int port, int connections, long total) throws Exception {

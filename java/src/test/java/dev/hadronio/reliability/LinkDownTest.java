@@ -5,7 +5,7 @@ import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import java.util.ArrayList;
+import dev.hadronio.reliability.Reliability.Mode;
 import java.util.List;
 import org.junit.Assume;
 import org.junit.BeforeClass;
@@ -44,17 +44,9 @@ public class LinkDownTest {
     static final long JDK_WAIT_MILLIS = 8000;
     static final int PORT = 7311;
 
-    enum Mode { BLOCKING, SELECTOR }
-
     @Parameters(name = "{0}-{1}")
     public static List<Object[]> parameters() {
-        List<Object[]> rows = new ArrayList<>();
-        for (Reliability.Provider provider : Reliability.Provider.values()) {
-            for (Mode mode : Mode.values()) {
-                rows.add(new Object[] {provider, mode});
-            }
-        }
-        return rows;
+        return Reliability.providerModeRows();
     }
 
     @Parameter(0)

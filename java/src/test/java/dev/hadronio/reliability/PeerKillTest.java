@@ -5,6 +5,7 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import dev.hadronio.nio.HadronioSocketChannel;
+import dev.hadronio.reliability.Reliability.Mode;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -48,7 +49,6 @@ public class PeerKillTest {
     /** Transferred before the kill (mid-transfer, upgraded). */
     static final long BEFORE_KILL = 16L << 20;
 
-    enum Mode { BLOCKING, SELECTOR }
 
     @Parameters(name = "{0}-{1}-{2}")
     public static List<Object[]> parameters() {

@@ -4,13 +4,13 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertTrue;
 
+import dev.hadronio.reliability.Reliability.Mode;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -59,17 +59,9 @@ public class SlowReaderTest {
     /** Only bounds a hang of the writer (it never takes this long). */
     static final long STOP_WAIT_MILLIS = 30_000;
 
-    enum Mode { BLOCKING, SELECTOR }
-
     @Parameters(name = "{0}-{1}")
     public static List<Object[]> parameters() {
-        List<Object[]> rows = new ArrayList<>();
-        for (Reliability.Provider provider : Reliability.Provider.values()) {
-            for (Mode mode : Mode.values()) {
-                rows.add(new Object[] {provider, mode});
-            }
-        }
-        return rows;
+        return Reliability.providerModeRows();
     }
 
     @Parameter(0)

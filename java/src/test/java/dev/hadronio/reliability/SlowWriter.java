@@ -61,15 +61,9 @@ public final class SlowWriter {
     }
 
     public static void main(String[] args) {
-        try {
+        ChildJvm.runMain(() -> {
             new SlowWriter().run(args[0].equals("selector"), args[1], Integer.parseInt(args[2]), Long.parseLong(args[3]));
-            System.exit(0);
-        } catch (Throwable t) {
-            System.out.println("FAILED " + t);
-            t.printStackTrace(System.out);
-            System.out.flush();
-            System.exit(1);
-        }
+        });
     }
 
     private void run(boolean selectorMode, String host, int port, long bytes) throws Exception {
