@@ -53,11 +53,11 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-/// How long a selector's hub may go without progress (no thread selecting on it, or on a selector
-/// it is nested in) before the background thread sends what its connections still hold.
+/// How long a hub may go without progress by an application thread (selecting on it or on a
+/// selector it is nested in, or waiting in a blocking call) before the background thread steps in.
 const OWNER_AWAY: Duration = Duration::from_millis(2);
 
-/// How often the background thread looks at selector hubs with data waiting to go out.
+/// How often the background thread looks at hubs with data waiting to go out.
 const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
 
 /// How long a closed connection's socket waits for the peer to close as well.
@@ -119,6 +119,8 @@ pub struct Hub {
     max_spin_ns: u64,
     /// Owned by a selector (as opposed to a blocking channel's private hub).
     selector: bool,
+    /// The background thread's own hub: it progresses nested hubs only while their owners are away.
+    background: bool,
     /// When a thread other than the background thread last progressed this hub (since `created`).
     progressed_ns: AtomicU64,
     created: Instant,
@@ -197,6 +199,7 @@ impl Hub {
             follow: Condvar::new(),
             max_spin_ns: settings().spin_ns,
             selector: false,
+            background: false,
             progressed_ns: AtomicU64::new(0),
             created: Instant::now(),
         }))
@@ -215,6 +218,7 @@ impl Hub {
         let inner = Arc::get_mut(&mut hub).expect("a new hub is not shared");
         inner.max_spin_ns = 0;
         inner.spin_ns = AtomicU64::new(0);
+        inner.background = true;
         Ok(hub)
     }
 
@@ -380,6 +384,14 @@ impl Hub {
         }
         let nested: Vec<Arc<Hub>> = self.nested.lock().iter().map(|(h, _)| h.clone()).collect();
         for hub in nested {
+            self.poll_nested(&hub);
+        }
+    }
+
+    fn poll_nested(&self, hub: &Hub) {
+        if self.background {
+            hub.poll_for_background();
+        } else {
             hub.poll_now();
         }
     }
@@ -387,10 +399,25 @@ impl Hub {
     /// Makes progress without waiting: UCX and pending socket events. Skipped if another thread
     /// leads the hub (it makes the progress instead).
     pub fn poll_now(&self) {
+        self.poll(true);
+    }
+
+    /// `poll_now` for the background thread: only once no application thread has progressed the
+    /// hub for [`OWNER_AWAY`]. While one does, it makes the progress itself, and the background
+    /// thread must not take the leadership from under it (it could be descheduled holding it).
+    fn poll_for_background(&self) {
+        if self.owner_away() {
+            self.poll(false);
+        }
+    }
+
+    fn poll(&self, application: bool) {
         let mut signal = false;
         if let Some(_guard) = self.leader.try_lock() {
             let now = Instant::now();
-            self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
+            if application {
+                self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
+            }
             let progressed = self.progress();
             // Socket events matter rarely once connections run over UCX: look at most every
             // few microseconds, so that a busy select loop does not pay a syscall each time.
@@ -451,7 +478,7 @@ impl Hub {
                 let serial = event.token & !TOKEN_KIND;
                 let hub = self.nested.lock().iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone());
                 if let Some(hub) = hub {
-                    hub.poll_now();
+                    self.poll_nested(&hub);
                 }
             }
             _ => debug!("unknown epoll token {:#x}", event.token),
@@ -646,24 +673,6 @@ impl Hub {
         self.created.elapsed().saturating_sub(last) >= OWNER_AWAY
     }
 
-    /// Sends what a selector's connections still hold while its thread is away: UCX progress,
-    /// the connections it touched (credits taken, staged data posted) and socket events (the
-    /// peer's greeting, without which bytes written right after accept cannot go out). Keys
-    /// that became ready are queued for the selector's next select as usual.
-    fn progress_for_owner(&self) {
-        if !self.owner_away() {
-            return;
-        }
-        if let Some(_guard) = self.leader.try_lock() {
-            self.progress();
-            self.dispatch_ready(Some(Duration::ZERO));
-            self.progress_nested();
-        }
-        if self.followers.load(Ordering::SeqCst) > 0 {
-            self.signal();
-        }
-    }
-
     fn progress_lingering(&self) {
         let list: Vec<Arc<Conn>> = std::mem::take(&mut *self.lingering.lock());
         let mut still = Vec::new();
@@ -694,11 +703,11 @@ impl Drop for Hub {
 }
 
 /// The background thread: progresses hubs that have work nobody else may do (staged data of
-/// idle blocking channels, lingering closes). It sleeps in an epoll set that nests the epoll sets
-/// of those hubs, so it wakes on their events and uses no CPU otherwise.
-///
-/// Selector hubs with staged data are not nested (their events belong to the selector's
-/// thread); while there are any, the thread looks at them every [`OWNER_AWAY_TICK`].
+/// channels whose threads are busy elsewhere, lingering closes), but only a hub that no
+/// application thread has progressed for [`OWNER_AWAY`]. It sleeps in an epoll set that nests the
+/// epoll sets of the blocking channels' hubs, so it wakes on their events and uses no CPU
+/// otherwise; selector hubs are not nested (their events belong to the selector's thread). While
+/// any hub has data waiting, it looks every [`OWNER_AWAY_TICK`].
 pub struct Background {
     hub: Arc<Hub>,
     incoming: Mutex<Vec<Arc<Hub>>>,
@@ -806,7 +815,7 @@ impl Background {
             }
             self.changed.store(false, Ordering::SeqCst);
             for hub in &adopted {
-                hub.poll_now();
+                hub.poll_for_background();
             }
             adopted.retain(|hub| {
                 let keep = hub.needs_background();
@@ -816,7 +825,7 @@ impl Background {
                 keep
             });
             for hub in &selectors {
-                hub.progress_for_owner();
+                hub.poll_for_background();
             }
             selectors.retain(|hub| hub.needs_background());
             if adopted.is_empty() && selectors.is_empty() && !closing {
@@ -826,7 +835,7 @@ impl Background {
                 }
                 continue;
             }
-            let tick = if selectors.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
+            let tick = if selectors.is_empty() && adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
             self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
     }
