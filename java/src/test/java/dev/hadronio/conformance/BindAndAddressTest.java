@@ -4,9 +4,11 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertNotNull;
 import static org.junit.Assert.assertNull;
+import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
 import java.net.BindException;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -174,5 +176,28 @@ public class BindAndAddressTest extends AbstractConformanceTest {
         assertEquals("same port after connect()", clientLocal.getPort(),
                 ((InetSocketAddress) client.getLocalAddress()).getPort());
         assertEquals(client.getLocalAddress(), accepted.getRemoteAddress());
+    }
+
+    /**
+     * A listener bound to one address accepts only there: 127.0.0.2 (also this machine's loopback)
+     * is refused while 127.0.0.1 connects; a wildcard listener takes both.
+     */
+    @Test
+    public void listenerBoundToAnAddressAcceptsOnlyThere() throws Exception {
+        ServerSocketChannel server = openServer();
+        int port = portOf(server);
+        InetSocketAddress other = new InetSocketAddress(InetAddress.getByName("127.0.0.2"), port);
+        SocketChannel refused = newClient();
+        assertThrows(ConnectException.class, () -> refused.connect(other));
+        SocketChannel accepted = newClient();
+        assertTrue(accepted.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port)));
+        track(server.accept());
+
+        ServerSocketChannel wildcard = newServer();
+        wildcard.bind(new InetSocketAddress(0));
+        SocketChannel viaOther = newClient();
+        assertTrue(viaOther.connect(new InetSocketAddress(InetAddress.getByName("127.0.0.2"), portOf(wildcard))));
+        SocketChannel connection = track(wildcard.accept());
+        assertEquals(InetAddress.getByName("127.0.0.2"), ((InetSocketAddress) connection.getLocalAddress()).getAddress());
     }
 }
