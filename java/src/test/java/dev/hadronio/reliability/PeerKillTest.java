@@ -181,8 +181,8 @@ public class PeerKillTest {
                 millis <= DETECT_BOUND_MILLIS);
         if (echo != null) {
             long before = echo.roundTrips.get();
-            assertTrue("the selector keeps serving its other connection after the kill\n" + echo.describe(),
-                    echo.awaitRoundTrips(before + 50, 10_000));
+            assertTrue("the selector keeps serving its other connection after the kill\n" + echo.describe()
+                    + threadStacks(), echo.awaitRoundTrips(before + 50, 10_000));
             assertTrue("survivor selector thread alive", survivor.isAlive());
             assertEquals("echo failures", null, echo.failure.get());
         }
@@ -394,5 +394,17 @@ public class PeerKillTest {
             }
             server.close();
         }
+    }
+
+    /** The stacks of this JVM's threads, for a failure that looks like a hang. */
+    static String threadStacks() {
+        StringBuilder text = new StringBuilder("\nthreads:");
+        for (java.util.Map.Entry<Thread, StackTraceElement[]> entry : Thread.getAllStackTraces().entrySet()) {
+            text.append("\n  ").append(entry.getKey().getName()).append(' ').append(entry.getKey().getState());
+            for (StackTraceElement element : entry.getValue()) {
+                text.append("\n      at ").append(element);
+            }
+        }
+        return text.toString();
     }
 }
