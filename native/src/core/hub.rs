@@ -416,7 +416,7 @@ impl Hub {
         if let Some(_guard) = self.leader.try_lock() {
             let now = Instant::now();
             if application {
-                self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
+                self.note_progressed(now);
             }
             let progressed = self.progress();
             // Socket events matter rarely once connections run over UCX: look at most every
@@ -537,7 +537,7 @@ impl Hub {
             if let Some(guard) = self.leader.try_lock() {
                 self.followers.fetch_sub(1, Ordering::SeqCst);
                 let result = self.lead(guard, ready, deadline);
-                self.note_progressed();
+                self.note_progressed(Instant::now());
                 self.signal();
                 return result;
             }
@@ -653,17 +653,13 @@ impl Hub {
             pending.push(conn);
         }
         drop(pending);
-        if self.selector {
-            background().watch_selector(self.clone());
-        } else {
-            background().adopt(self.clone());
-        }
+        background().adopt(self.clone());
     }
 
     /// Records that an application thread progressed this hub (it selects on it, directly or
     /// nested, or waits in a blocking call).
-    fn note_progressed(&self) {
-        self.progressed_ns.store(self.created.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    fn note_progressed(&self, now: Instant) {
+        self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// Whether no application thread has progressed this hub for [`OWNER_AWAY`]. (A thread
@@ -711,7 +707,6 @@ impl Drop for Hub {
 pub struct Background {
     hub: Arc<Hub>,
     incoming: Mutex<Vec<Arc<Hub>>>,
-    incoming_selectors: Mutex<Vec<Arc<Hub>>>,
     /// Closed connections' sockets, half-closed, drained until the peer closes too.
     closing: Mutex<Vec<(Socket, Instant)>>,
     changed: AtomicBool,
@@ -730,7 +725,6 @@ pub fn background() -> &'static Arc<Background> {
         let background = Arc::new(Background {
             hub,
             incoming: Mutex::default(),
-            incoming_selectors: Mutex::default(),
             closing: Mutex::default(),
             changed: AtomicBool::new(false),
             idle: Condvar::new(),
@@ -748,14 +742,6 @@ pub fn background() -> &'static Arc<Background> {
 impl Background {
     fn adopt(&self, hub: Arc<Hub>) {
         self.incoming.lock().push(hub);
-        self.changed.store(true, Ordering::SeqCst);
-        self.hub.wake_always();
-        let _guard = self.idle_lock.lock();
-        self.idle.notify_one();
-    }
-
-    fn watch_selector(&self, hub: Arc<Hub>) {
-        self.incoming_selectors.lock().push(hub);
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         let _guard = self.idle_lock.lock();
@@ -797,20 +783,17 @@ impl Background {
 
     fn run(&self) {
         let mut adopted: Vec<Arc<Hub>> = Vec::new();
-        let mut selectors: Vec<Arc<Hub>> = Vec::new();
         loop {
             let closing = self.drain_closing();
             for hub in std::mem::take(&mut *self.incoming.lock()) {
                 if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
-                    if let Err(e) = self.hub.add_nested(&hub) {
-                        warn!("background thread cannot watch hub {}: {e}", hub.serial);
+                    // A selector hub's events belong to the selector's thread: not nested.
+                    if !hub.selector {
+                        if let Err(e) = self.hub.add_nested(&hub) {
+                            warn!("background thread cannot watch hub {}: {e}", hub.serial);
+                        }
                     }
                     adopted.push(hub);
-                }
-            }
-            for hub in std::mem::take(&mut *self.incoming_selectors.lock()) {
-                if !selectors.iter().any(|h| Arc::ptr_eq(h, &hub)) {
-                    selectors.push(hub);
                 }
             }
             self.changed.store(false, Ordering::SeqCst);
@@ -819,23 +802,19 @@ impl Background {
             }
             adopted.retain(|hub| {
                 let keep = hub.needs_background();
-                if !keep {
+                if !keep && !hub.selector {
                     self.hub.remove_nested(hub);
                 }
                 keep
             });
-            for hub in &selectors {
-                hub.poll_for_background();
-            }
-            selectors.retain(|hub| hub.needs_background());
-            if adopted.is_empty() && selectors.is_empty() && !closing {
+            if adopted.is_empty() && !closing {
                 let mut guard = self.idle_lock.lock();
-                if self.incoming.lock().is_empty() && self.incoming_selectors.lock().is_empty() && self.closing.lock().is_empty() {
+                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() {
                     self.idle.wait_for(&mut guard, Duration::from_secs(1));
                 }
                 continue;
             }
-            let tick = if selectors.is_empty() && adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
+            let tick = if adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
             self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
     }
