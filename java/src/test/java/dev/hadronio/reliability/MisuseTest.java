@@ -413,10 +413,7 @@ public class MisuseTest {
         assertFalse("channel deregistered", pair.client.isRegistered());
         assertTrue("channel still open", pair.client.isOpen());
         pair.client.configureBlocking(true);
-        pair.server.write(ByteBuffer.wrap(new byte[] {42}));
-        ByteBuffer one = ByteBuffer.allocate(1);
-        assertEquals(1, pair.client.read(one));
-        assertEquals(42, one.get(0));
+        assertCarriesByte(pair.server, pair.client, (byte) 42);
     }
 
     /**
@@ -695,10 +692,7 @@ public class MisuseTest {
         assertEquals("the blocked read returns end of stream", -1, reader.result());
         assertEquals("later reads too", -1, pair.client.read(ByteBuffer.allocate(1)));
         assertTrue(pair.client.isOpen());
-        pair.client.write(ByteBuffer.wrap(new byte[] {7}));
-        ByteBuffer one = ByteBuffer.allocate(1);
-        assertEquals(1, pair.server.read(one));
-        assertEquals(7, one.get(0));
+        assertCarriesByte(pair.client, pair.server, (byte) 7);
     }
 
     /**
@@ -726,10 +720,7 @@ public class MisuseTest {
             total += n;
         }
         assertTrue("the peer read what was written before the shutdown", total > 0);
-        pair.server.write(ByteBuffer.wrap(new byte[] {9}));
-        ByteBuffer one = ByteBuffer.allocate(1);
-        assertEquals(1, pair.client.read(one));
-        assertEquals(9, one.get(0));
+        assertCarriesByte(pair.server, pair.client, (byte) 9);
     }
 
     /**
@@ -774,5 +765,13 @@ public class MisuseTest {
         pair.server.write(ByteBuffer.wrap(new byte[] {1}));
         assertEquals("the selector still works", 1, selector.select(WAIT_SECONDS * 1000));
         assertTrue(key.isReadable());
+    }
+
+    /** {@code from} writes one byte and {@code to} reads exactly it: the connection still works. */
+    private static void assertCarriesByte(SocketChannel from, SocketChannel to, byte value) throws IOException {
+        from.write(ByteBuffer.wrap(new byte[] {value}));
+        ByteBuffer one = ByteBuffer.allocate(1);
+        assertEquals(1, to.read(one));
+        assertEquals(value, one.get(0));
     }
 }
