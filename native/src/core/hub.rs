@@ -21,7 +21,7 @@ use log::{debug, warn};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::conn::Conn;
-use super::link::{self, CreditSink, Endpoints, Link, Shared, Touched};
+use super::link::{self, CreditSink, Departures, Endpoints, Link, Shared, Touched};
 use super::listener::Listener;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
@@ -93,6 +93,9 @@ pub struct Hub {
     worker: Option<Arc<Worker>>,
     #[allow(dead_code)]
     credit_sink: Option<Box<Box<CreditSink>>>,
+    /// The goodbye handler's argument; outlives the worker like `credit_sink`.
+    #[allow(dead_code)]
+    departures: Arc<Departures>,
     epoll: Epoll,
     wake: EventFd,
     leader: Mutex<()>,
@@ -133,6 +136,7 @@ impl Hub {
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
+        let endpoints: Arc<Endpoints> = Arc::default();
         let mut worker = None;
         let mut credit_sink = None;
         if ucx && settings().ucx {
@@ -154,7 +158,16 @@ impl Hub {
                             link::credit_received,
                             &*sink as *const Box<CreditSink> as *mut c_void,
                         )
-                    };
+                    }
+                    // SAFETY: the departures list is kept by the hub after the worker (field
+                    // order); the handler only pushes to it.
+                    .and_then(|()| unsafe {
+                        lock.set_am_handler(
+                            super::protocol::AM_GOODBYE,
+                            link::goodbye_received,
+                            Arc::as_ptr(endpoints.departures()) as *mut c_void,
+                        )
+                    });
                     drop(lock);
                     match installed {
                         Ok(()) => {
@@ -173,7 +186,8 @@ impl Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             graveyard: Mutex::default(),
             buried: AtomicBool::new(false),
-            endpoints: Arc::default(),
+            departures: endpoints.departures().clone(),
+            endpoints,
             worker,
             credit_sink,
             epoll,
@@ -369,6 +383,9 @@ impl Hub {
     fn progress_rest(&self, did: bool) -> bool {
         if self.has_lingering.load(Ordering::Acquire) {
             self.progress_lingering();
+        }
+        if self.endpoints.departures().any() {
+            self.endpoints.retire_departed();
         }
         if self.buried.load(Ordering::Acquire) {
             let mut graveyard = self.graveyard.lock();
@@ -695,6 +712,9 @@ impl Hub {
 impl Drop for Hub {
     fn drop(&mut self) {
         debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
+        if let Some(worker) = &self.worker {
+            self.endpoints.goodbye(worker);
+        }
     }
 }
 

@@ -154,12 +154,17 @@ unsafe extern "C" fn send_done(_request: *mut c_void, status: i8, user_data: *mu
 ///
 /// Sharing keeps endpoint lifetimes independent of connection lifetimes: UCX pairs the
 /// endpoints two workers create towards each other, and closing one discards receives that wait
-/// on its partner, so a connection must never close an endpoint another one may depend on.
+/// on its partner, so a connection must never close an endpoint another one may depend on. An
+/// endpoint is closed once its peer worker is gone (it said goodbye, see [`Endpoints::goodbye`],
+/// or failed) and no connection uses it any more.
 pub struct PeerEndpoint {
     ep: OnceLock<Endpoint>,
     failed: AtomicI32,
+    /// The peer worker is gone: no new connection will use this endpoint.
+    gone: AtomicBool,
     users: Mutex<Vec<u32>>,
     touched: Arc<Touched>,
+    departures: Arc<Departures>,
 }
 
 impl PeerEndpoint {
@@ -182,15 +187,66 @@ unsafe extern "C" fn peer_failed(arg: *mut c_void, _ep: ucx1_sys::ucp_ep_h, stat
     let peer = unsafe { &*(arg as *const PeerEndpoint) };
     let code = if status == 0 { -1 } else { status as i32 };
     peer.failed.store(code, Ordering::Release);
+    peer.gone.store(true, Ordering::Release);
     for &id in peer.users.lock().iter() {
         peer.touched.push(id);
     }
+    peer.departures.any.store(true, Ordering::Release);
 }
+
+/// Peer workers that went away, noted inside progress (by [`goodbye_received`] and the error
+/// handler) and handled after it by [`Endpoints::retire_departed`].
+#[derive(Default)]
+pub struct Departures {
+    /// Digests of the worker addresses in goodbye messages.
+    digests: Mutex<Vec<u64>>,
+    any: AtomicBool,
+}
+
+impl Departures {
+    /// Whether workers went away since the last [`Endpoints::retire_departed`] (no lock).
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+}
+
+/// Handler of [`protocol::AM_GOODBYE`]: the worker named by the header is being destroyed.
+///
+/// # Safety
+/// Called by UCX with the `Departures` the hub installed as `arg` (it outlives the worker).
+pub unsafe extern "C" fn goodbye_received(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: usize,
+    _data: *mut c_void,
+    _length: usize,
+    _param: *const ucx1_sys::ucp_am_recv_param_t,
+) -> i8 {
+    if header.is_null() {
+        return 0;
+    }
+    // SAFETY: UCX passes `header_length` readable bytes at `header`.
+    let bytes = unsafe { std::slice::from_raw_parts(header as *const u8, header_length) };
+    match protocol::decode_goodbye(bytes) {
+        Ok(digest) => {
+            // SAFETY: the hub installed its `Departures` as the argument.
+            let departures = unsafe { &*(arg as *const Departures) };
+            departures.digests.lock().push(digest);
+            departures.any.store(true, Ordering::Release);
+        }
+        Err(e) => debug!("ignoring malformed goodbye message: {e}"),
+    }
+    0
+}
+
+/// How long a worker being destroyed waits for its goodbyes to leave.
+const GOODBYE_WAIT: Duration = Duration::from_millis(10);
 
 /// The endpoints of one worker, by peer worker address.
 #[derive(Default)]
 pub struct Endpoints {
     map: Mutex<HashMap<Vec<u8>, Arc<PeerEndpoint>>>,
+    departures: Arc<Departures>,
 }
 
 impl Endpoints {
@@ -199,7 +255,7 @@ impl Endpoints {
     fn get(&self, worker: &Arc<Worker>, touched: &Arc<Touched>, address: &[u8], user: u32) -> ucx::Result<Arc<PeerEndpoint>> {
         let mut map = self.map.lock();
         if let Some(peer) = map.get(address) {
-            if peer.failure().is_none() {
+            if peer.failure().is_none() && !peer.gone.load(Ordering::Acquire) {
                 peer.users.lock().push(user);
                 return Ok(peer.clone());
             }
@@ -208,8 +264,10 @@ impl Endpoints {
         let peer = Arc::new(PeerEndpoint {
             ep: OnceLock::new(),
             failed: AtomicI32::new(0),
+            gone: AtomicBool::new(false),
             users: Mutex::new(vec![user]),
             touched: touched.clone(),
+            departures: self.departures.clone(),
         });
         // SAFETY: the error handler's argument is the `PeerEndpoint` that will own the endpoint
         // and is dropped only after it.
@@ -219,8 +277,73 @@ impl Endpoints {
         Ok(peer)
     }
 
+    /// `user` no longer uses `peer`; the endpoint goes once its peer is gone and nobody does.
     fn release(&self, peer: &Arc<PeerEndpoint>, user: u32) {
-        peer.users.lock().retain(|&u| u != user);
+        let unused = {
+            let mut users = peer.users.lock();
+            users.retain(|&u| u != user);
+            users.is_empty()
+        };
+        if unused && peer.gone.load(Ordering::Acquire) {
+            self.map.lock().retain(|_, p| !Arc::ptr_eq(p, peer));
+        }
+    }
+
+    /// Marks the endpoints to the workers noted in [`Departures`] gone and drops the gone ones no
+    /// connection uses (closing them). Call outside progress.
+    pub fn retire_departed(&self) {
+        self.departures.any.store(false, Ordering::Release);
+        let departed = std::mem::take(&mut *self.departures.digests.lock());
+        let mut retired = Vec::new();
+        {
+            let mut map = self.map.lock();
+            for (address, peer) in map.iter() {
+                if departed.contains(&protocol::worker_digest(address)) {
+                    peer.gone.store(true, Ordering::Release);
+                }
+            }
+            map.retain(|_, peer| {
+                let keep = !peer.gone.load(Ordering::Acquire) || !peer.users.lock().is_empty();
+                if !keep {
+                    retired.push(peer.clone());
+                }
+                keep
+            });
+        }
+        if !retired.is_empty() {
+            debug!("closing {} endpoints to departed workers", retired.len());
+        }
+        drop(retired);
+    }
+
+    /// The worker is about to be destroyed: tells every peer worker, so that they can close their
+    /// endpoints to it, and waits briefly until the messages left.
+    pub fn goodbye(&self, worker: &Worker) {
+        let peers: Vec<Arc<PeerEndpoint>> = self.map.lock().values().cloned().collect();
+        let header = protocol::encode_goodbye(worker.address());
+        let lock = worker.lock();
+        let mut requests = Vec::new();
+        for peer in &peers {
+            let Some(ep) = peer.ep().filter(|_| peer.failure().is_none()) else { continue };
+            // SAFETY: the callback ignores its (null) user data; UCX copies the header.
+            match unsafe { ep.am_send(&lock, protocol::AM_GOODBYE, &header, ignore_send, std::ptr::null_mut()) } {
+                Ok(Start::Pending(request)) => requests.push(request),
+                Ok(Start::Done(())) => {}
+                Err(e) => debug!("saying goodbye to a peer worker: {e}"),
+            }
+        }
+        // Small enough to go at once on every transport (a pending one waits for the peer).
+        lock.progress();
+        if !lock.complete_by(&requests, Instant::now() + GOODBYE_WAIT) {
+            debug!("goodbye messages still in flight when the worker goes");
+        }
+        for request in requests {
+            request.free(&lock);
+        }
+    }
+
+    pub fn departures(&self) -> &Arc<Departures> {
+        &self.departures
     }
 
     /// How many peer workers this worker has endpoints to.

@@ -20,7 +20,9 @@
 //! `low` the sender's count of consumed messages (piggybacked credits). A BODY message (kind 2,
 //! `low` = its sequence number) carries the bytes a LARGE announced; it is received outside the
 //! slots. Credits without data travel as an active message [`AM_CREDIT`] with a 12-byte header
-//! `dest id: u32, consumed: u64`.
+//! `dest id: u32, consumed: u64`. A worker being destroyed sends every peer worker an
+//! [`AM_GOODBYE`] with an 8-byte header `digest: u64` ([`worker_digest`] of its worker address;
+//! small enough for UCX to send at once, without a round trip to the peer).
 
 use std::fmt;
 
@@ -46,6 +48,11 @@ pub const MAX_MESSAGE: u32 = 1 << 30;
 
 /// Active-message identifier of credit updates.
 pub const AM_CREDIT: u32 = 0x4843;
+/// Active-message identifier of a worker's goodbye (header: [`worker_digest`] of the sender's
+/// UCX worker address): the sending worker is being destroyed, so its peers may close their
+/// endpoints to it once no connection uses them.
+pub const AM_GOODBYE: u32 = 0x4842;
+pub const GOODBYE_HEADER_LEN: usize = 8;
 pub const CREDIT_HEADER_LEN: usize = 12;
 pub const LARGE_PAYLOAD_LEN: usize = 8;
 
@@ -311,9 +318,37 @@ pub fn decode_credit(header: &[u8]) -> Result<(u32, u64), ProtocolError> {
     Ok((be_u32(header, 0), be_u64(header, 4)))
 }
 
+/// 64-bit FNV-1a of a UCX worker address: how a goodbye names its sender.
+pub fn worker_digest(address: &[u8]) -> u64 {
+    address.iter().fold(0xcbf2_9ce4_8422_2325u64, |hash, &byte| (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3))
+}
+
+pub fn encode_goodbye(address: &[u8]) -> [u8; GOODBYE_HEADER_LEN] {
+    worker_digest(address).to_be_bytes()
+}
+
+pub fn decode_goodbye(header: &[u8]) -> Result<u64, ProtocolError> {
+    if header.len() != GOODBYE_HEADER_LEN {
+        return err(format!("goodbye message with a {}-byte header", header.len()));
+    }
+    Ok(be_u64(header, 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn goodbye_names_the_worker_by_a_stable_digest() {
+        // FNV-1a reference values: the digest must not change between builds or versions.
+        assert_eq!(worker_digest(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(worker_digest(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(worker_digest(b"foobar"), 0x8594_4171_f739_67e8);
+        let address = [0x11u8, 0x22, 0x33, 0x44, 0x55];
+        assert_eq!(decode_goodbye(&encode_goodbye(&address)).unwrap(), worker_digest(&address));
+        assert!(decode_goodbye(&[0u8; 7]).is_err());
+        assert!(decode_goodbye(&[0u8; 9]).is_err());
+    }
 
     #[test]
     fn header_round_trip_and_validation() {

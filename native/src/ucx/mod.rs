@@ -14,6 +14,7 @@ use std::fmt;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
+use std::time::Instant;
 
 use log::{debug, warn};
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
@@ -534,6 +535,22 @@ impl WorkerLock<'_> {
             let status = Status(unsafe { sys::ucp_request_check_status(request.as_ptr()) } as i8);
             if status != Status::IN_PROGRESS {
                 return;
+            }
+            self.progress();
+        }
+    }
+
+    /// Progresses until none of `requests` is in progress or `deadline` passed; true if all
+    /// completed.
+    pub fn complete_by(&self, requests: &[Request], deadline: Instant) -> bool {
+        loop {
+            // SAFETY: the requests are owned by the caller and not freed; the lock is held.
+            let busy = requests.iter().any(|r| Status(unsafe { sys::ucp_request_check_status(r.as_ptr()) } as i8) == Status::IN_PROGRESS);
+            if !busy {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
             }
             self.progress();
         }

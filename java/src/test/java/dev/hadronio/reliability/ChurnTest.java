@@ -7,7 +7,6 @@ import static org.junit.Assert.assertTrue;
 import dev.hadronio.reliability.Reliability.Mode;
 import java.util.List;
 import java.util.Locale;
-import org.junit.Assume;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TestRule;
@@ -75,11 +74,6 @@ public class ChurnTest {
 
     @Test
     public void resourcesReturnToTheirLevel() throws Exception {
-        // Open bug, listed in the README's known problems: a worker keeps its UCX endpoints to
-        // peer workers that went away (here the client's replaced selectors), so mappings and
-        // resident memory grow with every closed selector that carried connections.
-        Assume.assumeFalse("known problem: endpoints to closed selectors' workers are kept (README)",
-                provider == Reliability.Provider.HADRONIO && mode == Mode.SELECTOR);
         ChildJvm child = resources.add(new ChildJvm.Builder("churn", ChurnProgram.class).provider(provider)
                 .jvm("-XX:+UseSerialGC", "-Xms128m", "-Xmx128m", "-XX:+AlwaysPreTouch")
                 .args(mode == Mode.SELECTOR ? "selector" : "blocking", CYCLES, WARMUP).start());
