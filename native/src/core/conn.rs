@@ -983,7 +983,10 @@ impl Conn {
         }
         if state.rx.switched && dst.remaining() > 0 {
             if let Some(link) = &mut state.link {
-                n += link.read(dst, allow_user)?;
+                // Only a read that returns nothing else may wait for a large message landing in
+                // the caller's memory: returning bytes would leave UCX writing into a buffer the
+                // caller owns again.
+                n += link.read(dst, allow_user && n == 0)?;
             }
         }
         if n > 0 {
