@@ -1187,15 +1187,16 @@ impl Link {
         while self.receives_in_flight() && Instant::now() < deadline {
             lock.progress();
         }
-        if let Some(peer) = &self.ep {
-            self.endpoints.release(peer, self.shared.id);
-        }
         let mut scratch = Vec::new();
         let drained = lock.drain_unexpected(protocol::slot_tag(self.shared.id), 0xFFFF_FFFF_0000_0000, &mut scratch);
         if drained > 0 {
             debug!("link {}: discarded {drained} unread messages", self.shared.id);
         }
         drop(lock);
+        // Outside the worker's lock: the endpoint map is locked before it elsewhere.
+        if let Some(peer) = &self.ep {
+            self.endpoints.release(peer, self.shared.id);
+        }
         self.finish_teardown()
     }
 

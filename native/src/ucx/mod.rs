@@ -14,7 +14,7 @@ use std::fmt;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use log::{debug, warn};
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
@@ -509,8 +509,8 @@ impl WorkerLock<'_> {
             }
             // SAFETY: an all-zero parameter struct is valid (no callback: completion is polled).
             let param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
-            // SAFETY: `scratch` holds at least `info.length` bytes and outlives the loop below,
-            // which waits for the receive to complete before returning.
+            // SAFETY: `scratch` holds at least `info.length` bytes; it stays valid until the
+            // receive completed or, if it does not in time, for good (leaked below).
             let ptr = unsafe {
                 sys::ucp_tag_msg_recv_nbx(
                     self.worker.handle,
@@ -521,8 +521,18 @@ impl WorkerLock<'_> {
                 )
             };
             if let PtrStatus::Pending(request) = decode_ptr(ptr) {
-                self.complete(&request);
+                let mut done = self.complete_by(std::slice::from_ref(&request), Instant::now() + DRAIN_WAIT);
+                if !done {
+                    self.cancel(&request);
+                    done = self.complete_by(std::slice::from_ref(&request), Instant::now() + DRAIN_WAIT);
+                }
                 request.free(self);
+                if !done {
+                    // UCX may still write into the buffer: it must never be reused or freed.
+                    warn!("an unread UCX message did not arrive in time; its buffer is left to UCX");
+                    std::mem::forget(std::mem::take(scratch));
+                    return drained;
+                }
             }
             drained += 1;
         }
@@ -745,6 +755,13 @@ impl Endpoint {
     }
 }
 
+/// How long dropping an endpoint waits for UCX to close it.
+const CLOSE_WAIT: Duration = Duration::from_millis(100);
+
+/// How long [`WorkerLock::drain_unexpected`] waits for one message (a rendezvous from a dead peer
+/// may never complete).
+const DRAIN_WAIT: Duration = Duration::from_millis(100);
+
 unsafe extern "C" fn close_done(_request: *mut c_void, _status: i8, _user_data: *mut c_void) {}
 
 impl Drop for Endpoint {
@@ -762,7 +779,11 @@ impl Drop for Endpoint {
         match decode_ptr(ptr) {
             PtrStatus::Done => {}
             PtrStatus::Pending(request) => {
-                lock.complete(&request);
+                // Closing an endpoint to a dead peer can take UCX long; it finishes on its own
+                // after the request is freed (nothing of ours is referenced).
+                if !lock.complete_by(std::slice::from_ref(&request), Instant::now() + CLOSE_WAIT) {
+                    debug!("a UCX endpoint is still closing; left to UCX");
+                }
                 request.free(&lock);
             }
             PtrStatus::Failed(status) => debug!("closing UCX endpoint: {status}"),
