@@ -27,6 +27,8 @@ pub struct Settings {
     pub liveness_ms: u64,
     /// Whether sockets are dual-stack IPv6 sockets.
     pub ipv6: bool,
+    /// How many UCX workers of closed blocking channels are kept for reuse.
+    pub spare_workers: usize,
     /// Shared secret both sides of an upgrade must prove (none: no authentication).
     pub secret: Option<Secret>,
 }
@@ -42,6 +44,7 @@ impl Default for Settings {
             ucx: true,
             liveness_ms: 4000,
             ipv6: crate::net::socket::ipv6_available(),
+            spare_workers: 4,
             secret: None,
         }
     }
@@ -49,8 +52,8 @@ impl Default for Settings {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 8] =
-    ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6", "livenessMillis"];
+pub const SETTING_NAMES: [&str; 9] =
+    ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6", "livenessMillis", "spareWorkers"];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
@@ -77,6 +80,7 @@ impl Settings {
             ucx: range(5, 0, 1)? == 1,
             ipv6: range(6, 0, 1)? == 1,
             liveness_ms: range(7, 0, 86_400_000)? as u64,
+            spare_workers: range(8, 0, 64)? as usize,
             secret: secret.and_then(Secret::new),
         })
     }
@@ -98,10 +102,11 @@ mod tests {
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4];
         let s = Settings::from_values(&good, Some(b"x")).unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
+        assert_eq!(s.spare_workers, 4);
         assert!(s.ucx && !s.ipv6);
         assert!(s.secret.is_some());
         assert!(Settings::from_values(&good, Some(b"")).unwrap().secret.is_none());
@@ -114,6 +119,9 @@ mod tests {
         let mut bad = good;
         bad[7] = -1;
         assert!(Settings::from_values(&bad, None).unwrap_err().contains("livenessMillis = -1"));
+        let mut bad = good;
+        bad[8] = 65;
+        assert!(Settings::from_values(&bad, None).unwrap_err().contains("spareWorkers = 65"));
         assert!(Settings::from_values(&good[..3], None).is_err());
     }
 }

@@ -4,11 +4,9 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread;
-use std::time::{Duration, Instant};
 
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
-use hadronio::core::hub::Hub;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
 
@@ -150,46 +148,4 @@ fn large_writes_arrive_whole_with_small_and_large_reads() {
     assert!(received == data, "bytes differ");
     client.close();
     server.close();
-}
-
-#[test]
-fn endpoints_to_departed_workers_are_closed() {
-    let hub = Hub::new(true).unwrap();
-    let listener = Listener::open().unwrap();
-    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
-    let addr = listener.local_addr().unwrap().unwrap();
-    for round in 0..3 {
-        // The client's connection has a worker of its own, destroyed when the connection goes.
-        let client = Conn::open().unwrap();
-        assert!(client.connect(&addr, true, None).unwrap());
-        let server = listener.accept(true, None).unwrap().unwrap();
-        server.bind_hub(&hub).unwrap();
-        // A round trip, so that both sides have switched to UCX before the client goes.
-        let mut hello = vec![round as u8; 1000];
-        assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
-        let mut echo = vec![0u8; hello.len()];
-        let mut got = 0;
-        while got < echo.len() {
-            got += server.read(&region(&mut echo[got..]), true, None).unwrap();
-        }
-        assert_eq!(server.write(&region(&mut echo), true).unwrap(), echo.len());
-        got = 0;
-        while got < hello.len() {
-            got += client.read(&region(&mut hello[got..]), true, None).unwrap();
-        }
-        assert!(client.describe().starts_with("ucx"), "round {round}: {}", client.describe());
-        assert!(server.describe().starts_with("ucx"), "round {round}: {}", server.describe());
-        assert_eq!(hub.endpoints().len(), 1, "round {round}: one endpoint to the client's worker");
-        client.close();
-        assert_eq!(read_all(&server, 0), b"");
-        server.close();
-        drop((client, server));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !hub.endpoints().is_empty() {
-            assert!(Instant::now() < deadline, "round {round}: the endpoint to the departed worker is still open");
-            hub.poll_now();
-            thread::sleep(Duration::from_millis(1));
-        }
-    }
-    listener.close();
 }

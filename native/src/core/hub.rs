@@ -53,6 +53,22 @@ pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
+/// Connection and listener ids (also UCX tag ids), unique in the process so that a worker that
+/// moves to another hub never sees an id again whose messages may still arrive.
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+/// Workers of blocking channels' dropped hubs, kept for the next hub: creating one costs
+/// milliseconds (it sets up shared-memory segments), and peers keep their endpoints to it, so a
+/// blocking connection to a known peer needs no new endpoint either.
+static SPARE_WORKERS: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
+
+/// A spare worker with what its endpoints refer to (they wake connections through `touched`).
+struct Spare {
+    worker: Arc<Worker>,
+    endpoints: Arc<Endpoints>,
+    touched: Arc<Touched>,
+}
+
 /// How long a hub may go without progress by an application thread (selecting on it or on a
 /// selector it is nested in, or waiting in a blocking call) before the background thread steps in.
 const OWNER_AWAY: Duration = Duration::from_millis(2);
@@ -105,7 +121,6 @@ pub struct Hub {
     listeners: Mutex<HashMap<u32, Weak<Listener>>>,
     touched: Arc<Touched>,
     touched_spare: Mutex<Vec<u32>>,
-    next_id: AtomicU32,
     spin_ns: AtomicU64,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
     nested_count: AtomicUsize,
@@ -136,11 +151,21 @@ impl Hub {
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
-        let endpoints: Arc<Endpoints> = Arc::default();
+        let mut endpoints: Arc<Endpoints> = Arc::default();
+        let mut touched: Arc<Touched> = Arc::default();
         let mut worker = None;
         let mut credit_sink = None;
         if ucx && settings().ucx {
-            match ucx_context().map(Worker::new) {
+            let spare = SPARE_WORKERS.lock().pop();
+            let created = match spare {
+                Some(spare) => {
+                    endpoints = spare.endpoints;
+                    touched = spare.touched;
+                    Ok(Ok(spare.worker))
+                }
+                None => ucx_context().map(Worker::new),
+            };
+            match created {
                 Ok(Ok(w)) => {
                     let table = links.clone();
                     let sink: Box<Box<CreditSink>> = Box::new(Box::new(move |id: u32, consumed: u64| {
@@ -197,9 +222,8 @@ impl Hub {
             conns: Mutex::default(),
             links,
             listeners: Mutex::default(),
-            touched: Arc::default(),
+            touched,
             touched_spare: Mutex::default(),
-            next_id: AtomicU32::new(1),
             spin_ns: AtomicU64::new(settings().spin_ns),
             nested: Mutex::default(),
             nested_count: AtomicUsize::new(0),
@@ -259,7 +283,7 @@ impl Hub {
 
     fn next_id(&self) -> u32 {
         loop {
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
             if id != 0 && !self.conns.lock().contains_key(&id) {
                 return id;
             }
@@ -712,9 +736,25 @@ impl Hub {
 impl Drop for Hub {
     fn drop(&mut self) {
         debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
-        if let Some(worker) = &self.worker {
-            self.endpoints.goodbye(worker);
+        let Some(worker) = &self.worker else { return };
+        // Only blocking channels' workers are kept (a connection each); a selector's goes.
+        if !self.selector && self.graveyard.get_mut().is_empty() && self.links.lock().is_empty() {
+            let mut spare = SPARE_WORKERS.lock();
+            if spare.len() < settings().spare_workers {
+                // The credit handler's argument goes with this hub; the goodbye handler's (the
+                // departures list) goes with the endpoints.
+                // SAFETY: the handler ignores its (null) argument.
+                let reset = unsafe { worker.lock().set_am_handler(super::protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
+                match reset {
+                    Ok(()) => {
+                        spare.push(Spare { worker: worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
+                        return;
+                    }
+                    Err(e) => debug!("worker of hub {} not kept: {e}", self.serial),
+                }
+            }
         }
+        self.endpoints.goodbye(worker);
     }
 }
 

@@ -1296,6 +1296,18 @@ impl Drop for Link {
 /// Active-message handler of credit messages: `arg` is the hub's registry lookup.
 pub type CreditSink = dyn Fn(u32, u64) + Send + Sync;
 
+/// Credit handler of a spare worker (no hub, no connections): credits for gone connections.
+pub unsafe extern "C" fn credit_ignored(
+    _arg: *mut c_void,
+    _header: *const c_void,
+    _header_length: usize,
+    _data: *mut c_void,
+    _length: usize,
+    _param: *const ucx1_sys::ucp_am_recv_param_t,
+) -> i8 {
+    0
+}
+
 /// # Safety
 /// Installed by the hub with `arg` pointing to a `Box<CreditSink>` that outlives the worker.
 pub unsafe extern "C" fn credit_received(

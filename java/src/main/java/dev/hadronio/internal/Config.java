@@ -16,6 +16,8 @@ import java.util.Locale;
  * <tr><td>hadronio.lingerMillis</td><td>30000</td><td>how long close keeps delivering data</td></tr>
  * <tr><td>hadronio.livenessMillis</td><td>4000</td><td>how long an upgraded connection may hear
  * nothing from the peer's host before it fails (0: the kernel's TCP defaults)</td></tr>
+ * <tr><td>hadronio.spareWorkers</td><td>4</td><td>UCX workers of closed blocking channels kept
+ * for reuse</td></tr>
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
@@ -30,6 +32,7 @@ public final class Config {
     public static final String SPIN_MICROS = "hadronio.spinMicros";
     public static final String LINGER_MILLIS = "hadronio.lingerMillis";
     public static final String LIVENESS_MILLIS = "hadronio.livenessMillis";
+    public static final String SPARE_WORKERS = "hadronio.spareWorkers";
     public static final String TRANSPORT = "hadronio.transport";
     public static final String UCX_LIBRARY = "hadronio.ucx.library";
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
@@ -44,6 +47,7 @@ public final class Config {
     final long spinNanos;
     final long lingerMillis;
     final long livenessMillis;
+    final long spareWorkers;
     final boolean ucx;
     final boolean ipv6;
     final boolean systemUcx;
@@ -57,6 +61,7 @@ public final class Config {
         spinNanos = integer(SPIN_MICROS, 50, 0, 10_000) * 1000;
         lingerMillis = integer(LINGER_MILLIS, 30_000, 0, 3_600_000);
         livenessMillis = integer(LIVENESS_MILLIS, 4000, 0, 86_400_000);
+        spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
         String library = System.getenv("HADRONIO_UCX");
         systemUcx = choice(UCX_LIBRARY, library == null ? "bundled" : library.toLowerCase(Locale.ROOT), "bundled", "system")
@@ -96,7 +101,8 @@ public final class Config {
     /** The values handed to the native side. KEEP IN SYNC: native/src/config.rs (SETTING_NAMES). */
     long[] values() {
         return new long[] {
-            slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis
+            slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
+            spareWorkers
         };
     }
 

@@ -1,0 +1,24 @@
+//! A closed blocking connection's worker is kept and taken by the next one, which then reuses
+//! the peer's endpoint as well.
+
+mod workers_common;
+
+use hadronio::core::hub::Hub;
+use hadronio::core::listener::Listener;
+use workers_common::{close_pair, connected_to};
+
+#[test]
+fn closed_channels_workers_are_reused() {
+    let hub = Hub::new(true).unwrap();
+    let listener = Listener::open().unwrap();
+    listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();
+    let mut addresses = Vec::new();
+    for round in 0..5u8 {
+        let (client, server) = connected_to(&hub, &listener, round);
+        addresses.push(client.hub().unwrap().worker().unwrap().address().to_vec());
+        assert_eq!(hub.endpoints().len(), 1, "round {round}: the server needs one endpoint only");
+        close_pair(&client, &server);
+    }
+    assert!(addresses.windows(2).all(|w| w[0] == w[1]), "every client connection used the same worker");
+    listener.close();
+}

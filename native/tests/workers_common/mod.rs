@@ -1,0 +1,49 @@
+//! Shared by the worker lifetime tests (each runs in a process of its own: they depend on the
+//! process-wide settings and spare workers).
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use hadronio::core::conn::Conn;
+use hadronio::core::error::Status;
+use hadronio::core::hub::Hub;
+use hadronio::core::iov::Region;
+use hadronio::core::listener::Listener;
+
+fn region(buf: &mut [u8]) -> [Region; 1] {
+    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+}
+
+/// A blocking connection from a fresh client to `listener` whose server side is bound to `hub`,
+/// after a round trip (both sides have switched to UCX).
+pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn>, Arc<Conn>) {
+    let addr = listener.local_addr().unwrap().unwrap();
+    let client = Conn::open().unwrap();
+    assert!(client.connect(&addr, true, None).unwrap());
+    let server = listener.accept(true, None).unwrap().unwrap();
+    server.bind_hub(hub).unwrap();
+    let mut hello = vec![round; 1000];
+    assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
+    let mut echo = vec![0u8; hello.len()];
+    let mut got = 0;
+    while got < echo.len() {
+        got += server.read(&region(&mut echo[got..]), true, None).unwrap();
+    }
+    assert_eq!(server.write(&region(&mut echo), true).unwrap(), echo.len());
+    got = 0;
+    while got < hello.len() {
+        got += client.read(&region(&mut hello[got..]), true, None).unwrap();
+    }
+    assert!(client.describe().starts_with("ucx"), "round {round}: {}", client.describe());
+    assert!(server.describe().starts_with("ucx"), "round {round}: {}", server.describe());
+    (client, server)
+}
+
+/// Closes both ends (client first) and lets the server see the end of the stream.
+pub fn close_pair(client: &Conn, server: &Conn) {
+    client.close();
+    let mut buf = [0u8; 16];
+    assert_eq!(server.read(&region(&mut buf), true, None).unwrap_err().status, Status::Eof);
+    server.close();
+}
