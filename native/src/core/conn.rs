@@ -160,6 +160,9 @@ struct State {
     /// The application's `SO_KEEPALIVE` once the connection's own liveness timers own the
     /// kernel's keepalive (see `watch_liveness`); `None` before.
     user_keepalive: Option<bool>,
+    /// The application's `TCP_NODELAY` once the control socket has it on for good (a hadroNIO
+    /// peer: control frames are small and must not wait for the peer's delayed ACK).
+    user_nodelay: Option<bool>,
 }
 
 pub struct Conn {
@@ -213,6 +216,7 @@ impl Conn {
             released: false,
             tcp_checked: Instant::now(),
             user_keepalive: None,
+            user_nodelay: None,
         }
     }
 
@@ -549,6 +553,21 @@ impl Conn {
         }
     }
 
+    /// A hadroNIO peer's socket carries control frames, a few bytes each, whose delay is the
+    /// connection's (the end of a stream waits for FIN): Nagle's algorithm would hold one back
+    /// until the peer's delayed ACK, up to 40 ms. The application's `TCP_NODELAY` stays what it
+    /// set, as far as it can tell.
+    fn control_frames_without_delay(state: &mut State) {
+        let Some(socket) = &state.socket else { return };
+        if state.user_nodelay.is_some() {
+            return;
+        }
+        let user = socket.get_int(libc::IPPROTO_TCP, libc::TCP_NODELAY).map(|v| v != 0).unwrap_or(false);
+        if socket.set_int(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1).is_ok() {
+            state.user_nodelay = Some(user);
+        }
+    }
+
     /// Gives up the UCX half (the peer turned out not to speak hadroNIO).
     fn drop_link(&self, state: &mut State) {
         if let Some(mut link) = state.link.take() {
@@ -641,6 +660,7 @@ impl Conn {
                             let _ = socket.recv(&mut discard, false);
                             state.proto = Proto::Hadronio;
                             state.rx.magic_len = MAGIC.len();
+                            Self::control_frames_without_delay(state);
                             self.send_hello(state);
                             self.advance(state);
                         }
@@ -1222,6 +1242,13 @@ impl Conn {
     }
 
     /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
+    /// Whether a lingering close should wait for the peer to consume our UCX messages: not once
+    /// the peer closed its side (its FIN came), when everything we sent has left (the messages
+    /// wait in the peer's worker; our endpoint stays open).
+    fn peer_reading(&self, state: &State) -> bool {
+        !state.rx.eof && state.link.as_ref().is_some_and(|l| !l.peer_caught_up())
+    }
+
     fn pending_tx(&self, state: &State) -> bool {
         !state.tx.out.is_empty() || !state.tx.early.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
     }
@@ -1464,7 +1491,7 @@ impl Conn {
         }
         // A send from a writer's memory cannot outlive the close: abort instead of lingering.
         let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
-        let pending = self.pending_tx(&state) || state.link.as_ref().is_some_and(|l| !l.peer_caught_up());
+        let pending = self.pending_tx(&state) || self.peer_reading(&state);
         let hub = self.hub.get().cloned();
         match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
@@ -1513,7 +1540,7 @@ impl Conn {
             }
         }
         self.flush_socket(&mut state);
-        let idle = !self.pending_tx(&state) && state.link.as_ref().map_or(true, |l| l.peer_caught_up());
+        let idle = !self.pending_tx(&state) && !self.peer_reading(&state);
         let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
         if idle || expired || state.fatal.is_some() || state.rx.eof {
             if !idle {
@@ -1710,14 +1737,20 @@ impl Conn {
             state.user_keepalive = Some(value != 0);
             return Ok(());
         }
+        if option == OPT_TCP_NODELAY && state.user_nodelay.is_some() {
+            // Control frames go without delay whatever the application asks; remember it.
+            state.user_nodelay = Some(value != 0);
+            return Ok(());
+        }
         set_socket_option(socket, option, value)
     }
 
     pub fn get_option(&self, option: i32) -> Result<i32> {
         let state = self.lock();
         let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-        match (option, state.user_keepalive) {
-            (OPT_SO_KEEPALIVE, Some(user)) => Ok(user as i32),
+        match (option, state.user_keepalive, state.user_nodelay) {
+            (OPT_SO_KEEPALIVE, Some(user), _) => Ok(user as i32),
+            (OPT_TCP_NODELAY, _, Some(user)) => Ok(user as i32),
             _ => get_socket_option(socket, option),
         }
     }
