@@ -32,8 +32,6 @@ pub fn initialize() {
         match ucx::check_runtime_version() {
             Ok((major, minor, release)) => {
                 log::debug!("hadroNIO {} loaded UCX {major}.{minor}.{release}", env!("CARGO_PKG_VERSION"));
-                // Parse the UCX configuration now, under the C numeric locale.
-                let _ = core::hub::ucx_context();
                 None
             }
             Err(problem) => {

@@ -40,7 +40,7 @@ fn try_connect(worker: &std::sync::Arc<Worker>, address: &[u8]) -> Result<(), St
 fn forged_worker_addresses_never_abort() {
     // (UCX logs many of the refused addresses as errors; the test only cares that none aborts.)
     std::env::set_var("UCX_TLS", "self");
-    let context = Context::new().unwrap();
+    let context = Context::new(0).unwrap();
     let worker = Worker::new(&context).unwrap();
     let real = worker.address().to_vec();
     assert!(check_worker_address(&real).is_ok());

@@ -36,13 +36,19 @@ const TOKEN_NESTED: u64 = 5 << 56;
 const TOKEN_CLOSING: u64 = 6 << 56;
 const TOKEN_KIND: u64 = 0xFF << 56;
 
+/// Largest receive slot whose messages go through shared memory in one copy: UCX's segments are
+/// sized to hold it (larger slots use UCX's rendezvous, and segments that large would cost
+/// every worker megabytes).
+const EAGER_SLOT_MAX: u32 = 64 * 1024;
+
 /// The process-wide UCX context, created on first use (or the reason there is none).
 static CONTEXT: OnceLock<Result<Arc<Context>, String>> = OnceLock::new();
 
 pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
     CONTEXT
         .get_or_init(|| {
-            Context::new().map_err(|e| {
+            let slot = settings().slot_len;
+            Context::new(if slot <= EAGER_SLOT_MAX { slot as usize } else { 0 }).map_err(|e| {
                 warn!("UCX is unavailable, connections stay on TCP: {e}");
                 e.to_string()
             })
@@ -89,6 +95,32 @@ fn drain(socket: &Socket) -> bool {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
             Err(_) => return true,
         }
+    }
+}
+
+/// Threads busy-polling at once in this process (see [`SpinSlot`]).
+static SPINNERS: AtomicUsize = AtomicUsize::new(0);
+
+/// A permit to busy-poll. Spinning pays while a core is free for it; with more waiting threads
+/// than cores (many blocking connections), spinners only take the CPU from the threads that
+/// would produce what they wait for, so at most one thread per core spins and the others sleep
+/// at once.
+struct SpinSlot;
+
+impl SpinSlot {
+    fn take() -> Option<SpinSlot> {
+        static LIMIT: OnceLock<usize> = OnceLock::new();
+        let limit = *LIMIT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        SPINNERS
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1))
+            .ok()
+            .map(|_| SpinSlot)
+    }
+}
+
+impl Drop for SpinSlot {
+    fn drop(&mut self) {
+        SPINNERS.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -612,7 +644,8 @@ impl Hub {
             }
             // Spin: cheap when events come soon.
             let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed));
-            if !spin.is_zero() {
+            let slot = if spin.is_zero() { None } else { SpinSlot::take() };
+            if let Some(_slot) = slot {
                 let start = Instant::now();
                 let mut rounds = 0u32;
                 let nested = self.nested_count.load(Ordering::Acquire) > 0;

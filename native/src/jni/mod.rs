@@ -147,6 +147,10 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _clas
         if let Some(problem) = crate::load_problem() {
             return Err(Error::new(Status::BadHandle, problem));
         }
+        // The UCX context depends on the settings (segment size): create it now that they are in.
+        if settings().ucx {
+            let _ = crate::core::hub::ucx_context();
+        }
         Ok(())
     })
 }

@@ -202,6 +202,10 @@ impl Drop for CNumericLocale {
     }
 }
 
+/// Room for UCX's own headers in a shared-memory segment beyond the message (tag, protocol and
+/// transport headers take well under this).
+const MM_SEG_HEADROOM: usize = 256;
+
 /// Owner of a `ucp_context_h`.
 pub struct Context {
     handle: sys::ucp_context_h,
@@ -215,8 +219,11 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale and creates a
-    /// context for tagged messages, active messages and event-fd wake-up.
-    pub fn new() -> Result<Arc<Context>> {
+    /// context for tagged messages, active messages and event-fd wake-up. `eager_message` is the
+    /// longest message that should go in one copy through shared memory rather than by
+    /// rendezvous (which needs the sender to make progress before the receiver has it); 0 keeps
+    /// UCX's segment size.
+    pub fn new(eager_message: usize) -> Result<Arc<Context>> {
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
@@ -231,6 +238,15 @@ impl Context {
             let status = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
             if Status(status as i8) != Status::OK {
                 warn!("could not set UCX MM_ERROR_HANDLING=y: {}", Status(status as i8));
+            }
+        }
+        if eager_message > 0 && std::env::var_os("UCX_MM_SEG_SIZE").is_none() {
+            let name = CString::new("MM_SEG_SIZE").unwrap_or_default();
+            let value = CString::new((eager_message + MM_SEG_HEADROOM).to_string()).unwrap_or_default();
+            // SAFETY: as above.
+            let status = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
+            if Status(status as i8) != Status::OK {
+                warn!("could not set UCX MM_SEG_SIZE: {}", Status(status as i8));
             }
         }
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
