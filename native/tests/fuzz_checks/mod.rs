@@ -383,8 +383,8 @@ impl Bytes<'_> {
 
 const WINDOW: u64 = 1 << 29;
 
-/// Tags (`split_tag`/`make_tag`), counter unwrapping, credit messages and the sender's credit
-/// accounting, driven by a sequence of operations. A genuine (possibly stale) consumed count
+/// Tags (`split_tag`/`make_tag`), counter unwrapping, credit and goodbye messages and the sender's
+/// credit accounting, driven by a sequence of operations. A genuine (possibly stale) consumed count
 /// carried in a tag is always recovered exactly; a forged one never moves the count backwards,
 /// never beyond what was sent, and never raises the credits above the slots.
 pub fn tags_credits(data: &[u8]) {
@@ -458,6 +458,14 @@ pub fn tags_credits(data: &[u8]) {
                         assert_eq!(&protocol::encode_credit(dest, count)[..], header);
                     }
                     Err(_) => assert_ne!(header.len(), protocol::CREDIT_HEADER_LEN),
+                }
+                // The same bytes as a goodbye active message.
+                match protocol::decode_goodbye(header) {
+                    Ok(digest) => {
+                        assert_eq!(header.len(), protocol::GOODBYE_HEADER_LEN);
+                        assert_eq!(&digest.to_be_bytes()[..], header);
+                    }
+                    Err(_) => assert_ne!(header.len(), protocol::GOODBYE_HEADER_LEN),
                 }
             }
             _ => {
