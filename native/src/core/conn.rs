@@ -103,6 +103,10 @@ struct Rx {
     switched: bool,
     /// The peer's FIN: number of UCX messages before end of stream.
     fin: Option<u64>,
+    /// When the FIN came.
+    fin_at: Option<Instant>,
+    /// The background thread will look at the connection when its announced messages are due.
+    announced_watched: bool,
     /// The TCP stream ended (peer closed its socket).
     eof: bool,
 }
@@ -723,7 +727,7 @@ impl Conn {
                                     return Err(Error::new(
                                         Status::Protocol,
                                         "the peer is not a hadroNIO server (it did not answer with the hadroNIO \
-                                         greeting); connect to it with a `tcp` rule in hadronio.rules",
+                                         greeting); talk to plain TCP servers with hadronio.transport=tcp",
                                     ));
                                 }
                             }
@@ -813,7 +817,23 @@ impl Conn {
                 }
             }
         }
+        if !state.rx.announced_watched {
+            if let (Some(at), Some(me)) = (self.announced_deadline(state), self.arc()) {
+                // Selectors learn of the failure when it is due, not at the next event.
+                state.rx.announced_watched = true;
+                background().wake_at(at, &me);
+            }
+        }
         Ok(delivered)
+    }
+
+    /// A time the connection asked the background thread for has come: its readiness may have
+    /// changed (see [`Conn::announced_deadline`]).
+    pub fn on_deadline(&self) {
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_always();
+        }
     }
 
     /// A reset control socket ends the peer's stream like an EOF without FIN: what arrived
@@ -913,6 +933,9 @@ impl Conn {
                 if state.rx.switched || state.rx.fin.is_some() {
                     return protocol_error("SWITCH out of order");
                 }
+                if state.peer_hello.is_none() {
+                    return protocol_error("SWITCH before HELLO");
+                }
                 if state.link.is_none() || !state.tx.addr_sent {
                     return protocol_error("SWITCH before this side sent ADDR");
                 }
@@ -932,6 +955,7 @@ impl Conn {
                     }
                 }
                 state.rx.fin = Some(messages);
+                state.rx.fin_at = Some(Instant::now());
             }
             FrameType::Credit | FrameType::Data => return protocol_error(&format!("unexpected {kind:?} frame")),
         }
@@ -957,10 +981,29 @@ impl Conn {
         }
     }
 
+    /// When a peer that closed its socket after a FIN stops being waited for: the UCX messages
+    /// the FIN announced were sent before it, so they come soon or never (a broken or hostile
+    /// peer), and waiting for them is bounded by `hadronio.livenessMillis` (none if 0).
+    fn announced_deadline(&self, state: &State) -> Option<Instant> {
+        let millis = settings().liveness_ms;
+        if millis == 0 || state.proto != Proto::Hadronio || !state.rx.eof || self.at_end(state) {
+            return None;
+        }
+        state.rx.fin_at.map(|at| at + Duration::from_millis(millis))
+    }
+
     /// The error that ends reading when no more bytes can come, if any.
     fn read_failure(&self, state: &State) -> Option<Error> {
         if let Some(error) = &state.fatal {
             return Some(error.clone());
+        }
+        if self.announced_deadline(state).is_some_and(|d| Instant::now() >= d) {
+            let announced = state.rx.fin.unwrap_or(0);
+            let received = state.link.as_ref().map_or(0, |l| l.consumed());
+            return Some(Error::new(
+                Status::Reset,
+                format!("Connection reset by peer (it closed; {received} of the {announced} UCX messages it announced arrived)"),
+            ));
         }
         if state.proto == Proto::Hadronio && state.rx.eof && state.rx.fin.is_none() {
             // Say where the peer's stream broke off when that is more than "somewhere".
@@ -1057,6 +1100,7 @@ impl Conn {
                 if blocking && self.hub.get().is_none() {
                     self.ensure_bound(&mut state)?;
                 }
+                Self::assume_ready_unbound(&self.hub, &mut state);
                 let result = self.read_now(&mut state, &mut dst, allow_user);
                 match result {
                     Ok(0) => {}
@@ -1084,28 +1128,43 @@ impl Conn {
                         return Err(e);
                     }
                 }
+                let announced = self.announced_deadline(&state);
                 if !blocking {
                     if polled {
                         return Ok(0);
                     }
-                    self.hub.get().cloned()
+                    (self.hub.get().cloned(), announced)
                 } else {
-                    Some(self.ensure_bound(&mut state)?)
+                    (Some(self.ensure_bound(&mut state)?), announced)
                 }
             };
             match hub {
-                None => return Ok(0),
-                Some(hub) if !blocking => {
+                (None, _) => return Ok(0),
+                (Some(hub), _) if !blocking => {
                     hub.poll_now();
                     polled = true;
                 }
-                Some(hub) => {
-                    let ready = hub.wait(&mut || self.is_closed() || self.readable_now(&self.lock()), deadline);
-                    if !ready && !self.is_closed() {
+                (Some(hub), announced) => {
+                    let until = match (deadline, announced) {
+                        (Some(d), Some(a)) => Some(d.min(a)),
+                        (d, a) => d.or(a),
+                    };
+                    let ready = hub.wait(&mut || self.is_closed() || self.readable_now(&self.lock()), until);
+                    if !ready && !self.is_closed() && deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::new(Status::TimedOut, "Read timed out"));
                     }
                 }
             }
+        }
+    }
+
+    /// A connection on no hub (non-blocking, never registered) has no epoll watching its socket
+    /// to say when it turns readable or writable again: try the socket on every call, as the
+    /// kernel's own channels do.
+    fn assume_ready_unbound(hub: &OnceLock<Arc<Hub>>, state: &mut State) {
+        if hub.get().is_none() {
+            state.io.readable = true;
+            state.io.writable = true;
         }
     }
 
@@ -1327,6 +1386,7 @@ impl Conn {
                 if blocking && self.hub.get().is_none() {
                     self.ensure_bound(&mut state)?;
                 }
+                Self::assume_ready_unbound(&self.hub, &mut state);
                 if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
                     match e.status {
                         Status::OutputShutdown | Status::NotConnected => {}

@@ -802,6 +802,8 @@ pub struct Background {
     incoming: Mutex<Vec<Arc<Hub>>>,
     /// Closed connections' sockets, half-closed, drained until the peer closes too.
     closing: Mutex<Vec<(Socket, Instant)>>,
+    /// Connections to tell when a time comes ([`Conn::on_deadline`]).
+    timers: Mutex<Vec<(Instant, Weak<Conn>)>>,
     changed: AtomicBool,
     idle: Condvar,
     idle_lock: Mutex<()>,
@@ -819,6 +821,7 @@ pub fn background() -> &'static Arc<Background> {
             hub,
             incoming: Mutex::default(),
             closing: Mutex::default(),
+            timers: Mutex::default(),
             changed: AtomicBool::new(false),
             idle: Condvar::new(),
             idle_lock: Mutex::new(()),
@@ -860,6 +863,36 @@ impl Background {
         self.idle.notify_one();
     }
 
+    /// Calls `conn`'s [`Conn::on_deadline`] at `at` (or soon after).
+    pub fn wake_at(&self, at: Instant, conn: &Arc<Conn>) {
+        self.timers.lock().push((at, Arc::downgrade(conn)));
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    /// Tells the connections whose time came; returns the next time asked for.
+    fn fire_timers(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        let next = {
+            let mut timers = self.timers.lock();
+            timers.retain(|(at, conn)| {
+                if *at > now {
+                    return conn.strong_count() > 0;
+                }
+                due.push(conn.clone());
+                false
+            });
+            timers.iter().map(|(at, _)| *at).min()
+        };
+        for conn in due.iter().filter_map(Weak::upgrade) {
+            conn.on_deadline();
+        }
+        next
+    }
+
     /// Drains the half-closed sockets; drops those whose peer closed or that waited too long.
     fn drain_closing(&self) -> bool {
         let mut closing = self.closing.lock();
@@ -878,6 +911,8 @@ impl Background {
         let mut adopted: Vec<Arc<Hub>> = Vec::new();
         loop {
             let closing = self.drain_closing();
+            let next_timer = self.fire_timers();
+            let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
             for hub in std::mem::take(&mut *self.incoming.lock()) {
                 if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
                     // A selector hub's events belong to the selector's thread: not nested.
@@ -902,12 +937,13 @@ impl Background {
             });
             if adopted.is_empty() && !closing {
                 let mut guard = self.idle_lock.lock();
-                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() {
-                    self.idle.wait_for(&mut guard, Duration::from_secs(1));
+                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() && !self.changed.load(Ordering::SeqCst) {
+                    self.idle.wait_for(&mut guard, until_timer.map_or(Duration::from_secs(1), |t| t.min(Duration::from_secs(1))));
                 }
                 continue;
             }
             let tick = if adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
+            let tick = until_timer.map_or(tick, |t| t.min(tick));
             self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
     }

@@ -56,6 +56,7 @@ public class HostileClientTest {
     static final int HELLO = 1;
     static final int ADDR = 2;
     static final int DATA = 3;
+    static final int SWITCH = 4;
     static final int FIN = 5;
     static final int CREDIT = 6;
 
@@ -200,6 +201,11 @@ public class HostileClientTest {
                 Ending.KEEP_OPEN, Expect.FAIL, "Credit frame of 3 bytes", "Credit frame of 3 bytes"));
         cases.add(new Case("FIN counting UCX messages without SWITCH", concat(MAGIC, goodHello, frame(FIN, u64(5))),
                 Ending.KEEP_OPEN, Expect.FAIL, "never switched", "never switched"));
+        // The server (bound to a worker at its first read) sent ADDR before it takes the SWITCH. The
+        // five messages never come: the read fails once hadronio.livenessMillis passed.
+        cases.add(new Case("SWITCH and a FIN counting 5 UCX messages, then FIN",
+                concat(MAGIC, goodHello, frame(SWITCH, new byte[0]), frame(FIN, u64(5))), Ending.FIN, Expect.FAIL,
+                "0 of the 5 UCX messages it announced arrived", null));
         cases.add(new Case("ADDR with 0 slots", concat(MAGIC, goodHello, frame(ADDR, concat(
                 ByteBuffer.allocate(20).putInt(1).putInt(0).putInt(16384).putInt(16384).putInt(8).array(),
                 new byte[8]))), Ending.KEEP_OPEN, Expect.FAIL, "ADDR with 0 slots", "ADDR with 0 slots"));
