@@ -210,6 +210,15 @@ impl Departures {
     }
 }
 
+/// The header bytes UCX passed to an active-message handler (none if it passed none).
+///
+/// # Safety
+/// `header` must be null or point to `length` bytes readable while the handler runs.
+unsafe fn am_header<'a>(header: *const c_void, length: usize) -> Option<&'a [u8]> {
+    // SAFETY: as required of the caller.
+    (!header.is_null()).then(|| unsafe { std::slice::from_raw_parts(header as *const u8, length) })
+}
+
 /// Handler of [`protocol::AM_GOODBYE`]: the worker named by the header is being destroyed.
 ///
 /// # Safety
@@ -222,11 +231,8 @@ pub unsafe extern "C" fn goodbye_received(
     _length: usize,
     _param: *const ucx1_sys::ucp_am_recv_param_t,
 ) -> i8 {
-    if header.is_null() {
-        return 0;
-    }
-    // SAFETY: UCX passes `header_length` readable bytes at `header`.
-    let bytes = unsafe { std::slice::from_raw_parts(header as *const u8, header_length) };
+    // SAFETY: UCX passes the header of the message it delivers.
+    let Some(bytes) = (unsafe { am_header(header, header_length) }) else { return 0 };
     match protocol::decode_goodbye(bytes) {
         Ok(digest) => {
             // SAFETY: the hub installed its `Departures` as the argument.
@@ -1318,11 +1324,8 @@ pub unsafe extern "C" fn credit_received(
     _length: usize,
     _param: *const ucx1_sys::ucp_am_recv_param_t,
 ) -> i8 {
-    if header.is_null() {
-        return 0;
-    }
-    // SAFETY: UCX passes `header_length` readable bytes at `header`.
-    let bytes = unsafe { std::slice::from_raw_parts(header as *const u8, header_length) };
+    // SAFETY: UCX passes the header of the message it delivers.
+    let Some(bytes) = (unsafe { am_header(header, header_length) }) else { return 0 };
     match protocol::decode_credit(bytes) {
         Ok((id, consumed)) => {
             // SAFETY: the hub installed a boxed sink that outlives the worker.
