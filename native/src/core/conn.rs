@@ -1300,7 +1300,6 @@ impl Conn {
         }
     }
 
-    /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
     /// Whether a lingering close should wait for the peer to consume our UCX messages: not once
     /// the peer closed its side (its FIN came), when everything we sent has left (the messages
     /// wait in the peer's worker; our endpoint stays open).
@@ -1308,6 +1307,7 @@ impl Conn {
         !state.rx.eof && state.link.as_ref().is_some_and(|l| !l.peer_caught_up())
     }
 
+    /// Whether written bytes still wait in this process (staged for UCX or queued for the socket).
     fn pending_tx(&self, state: &State) -> bool {
         !state.tx.out.is_empty() || !state.tx.early.is_empty() || state.link.as_ref().is_some_and(|l| !l.tx_idle())
     }
