@@ -5,15 +5,10 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 
 import dev.hadronio.reliability.Reliability.Mode;
-import java.util.List;
 import java.util.Locale;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TestRule;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
-import org.junit.runners.Parameterized.Parameter;
-import org.junit.runners.Parameterized.Parameters;
 
 /**
  * Connection churn: {@code N} connect/transfer/close cycles (default 1000, property
@@ -43,8 +38,7 @@ import org.junit.runners.Parameterized.Parameters;
  *     cycles find leaks of a few KiB per cycle.
  * </ul>
  */
-@RunWith(Parameterized.class)
-public class ChurnTest {
+public class ChurnTest extends ProviderModeTest {
     static final int FD_TOLERANCE = 4;
     static final int MAPPING_TOLERANCE = 16;
     static final int THREAD_TOLERANCE = 2;
@@ -54,20 +48,8 @@ public class ChurnTest {
     /** Measured cycles; {@code -Dhadronio.reliability.churn=10000} for the large run. */
     static final int CYCLES = Integer.getInteger("hadronio.reliability.churn", 1000);
     static final int WARMUP = Math.max(100, Math.min(500, CYCLES / 10));
-    /** Bounds a hang only: a blocking hadroNIO cycle takes ~20 ms on the 2-core CI machine. */
+    /** Bounds a hang only (a cycle takes about a millisecond; 50 ms each still fits). */
     static final long TIMEOUT_SECONDS = 120 + (CYCLES + WARMUP) / 20;
-
-    @Parameters(name = "{0}-{1}")
-    public static List<Object[]> parameters() {
-        return Reliability.providerModeRows();
-    }
-
-    @Parameter(0)
-    public Reliability.Provider provider;
-    @Parameter(1)
-    public Mode mode;
-
-    private final Resources resources = new Resources();
 
     @Rule
     public final TestRule rules = resources.withTimeout(TIMEOUT_SECONDS + 30);

@@ -6,16 +6,11 @@ import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
 import dev.hadronio.reliability.Reliability.Mode;
-import java.util.List;
 import org.junit.Assume;
 import org.junit.BeforeClass;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TestRule;
-import org.junit.runner.RunWith;
-import org.junit.runners.Parameterized;
-import org.junit.runners.Parameterized.Parameter;
-import org.junit.runners.Parameterized.Parameters;
 
 /**
  * Faults: the network link between two hosts goes down in the middle of a transfer. The hosts
@@ -36,25 +31,12 @@ import org.junit.runners.Parameterized.Parameters;
  * reading, the client blocks writing. Selector rows (both ends wait in {@code select()} without a
  * timeout): the server writes, the client reads.
  */
-@RunWith(Parameterized.class)
-public class LinkDownTest {
+public class LinkDownTest extends ProviderModeTest {
     /** hadroNIO must report the dead link within this, measured from setting the link down. */
     static final long DETECT_BOUND_MILLIS = 8000;
     /** How long the JDK's provider is watched (it is not expected to notice). */
     static final long JDK_WAIT_MILLIS = 8000;
     static final int PORT = 7311;
-
-    @Parameters(name = "{0}-{1}")
-    public static List<Object[]> parameters() {
-        return Reliability.providerModeRows();
-    }
-
-    @Parameter(0)
-    public Reliability.Provider provider;
-    @Parameter(1)
-    public Mode mode;
-
-    private final Resources resources = new Resources();
 
     @Rule
     public final TestRule rules = resources.withTimeout(60);

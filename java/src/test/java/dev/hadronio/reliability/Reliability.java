@@ -9,7 +9,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.StandardOpenOption;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -90,17 +89,6 @@ public final class Reliability {
 
     /** How the survivor, writer or churning client uses its channels. */
     public enum Mode { BLOCKING, SELECTOR }
-
-    /** Parameter rows {@code {provider, mode}}: every provider in every mode. */
-    public static List<Object[]> providerModeRows() {
-        List<Object[]> rows = new ArrayList<>();
-        for (Provider provider : Provider.values()) {
-            for (Mode mode : Mode.values()) {
-                rows.add(new Object[] {provider, mode});
-            }
-        }
-        return rows;
-    }
 
     /** The provider under test in a parameterized test. */
     public enum Provider {
