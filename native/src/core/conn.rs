@@ -1323,6 +1323,23 @@ impl Conn {
         pending
     }
 
+    /// Bytes the caller counts as written (or a FIN) that still wait in this process must go out
+    /// even if no thread of the application comes back: the background thread watches them.
+    fn watch_pending_tx(&self, mut state: MutexGuard<'_, State>) {
+        if self.watched.load(Ordering::Acquire) || !self.pending_tx(&state) {
+            return;
+        }
+        let hub = match self.hub.get() {
+            Some(hub) => Some(hub.clone()),
+            None => self.ensure_bound(&mut state).ok(),
+        };
+        if let (Some(hub), Some(me)) = (hub, self.arc()) {
+            drop(state);
+            self.watched.store(true, Ordering::Release);
+            hub.watch_pending(me);
+        }
+    }
+
     fn writable_now(&self, state: &State) -> bool {
         if state.fatal.is_some() || state.tx.shutdown || state.tx.error.is_some() {
             return true;
@@ -1396,7 +1413,10 @@ impl Conn {
                         }
                         _ => self.set_fatal(&mut state, e.clone()),
                     }
-                    if src.moved() > 0 && e.status != Status::OutputShutdown {
+                    // What this call already wrote counts (the JDK's blocking write also returns
+                    // its count when another thread shuts the output down).
+                    if src.moved() > 0 {
+                        self.watch_pending_tx(state);
                         return Ok(src.moved());
                     }
                     return Err(e);
@@ -1405,19 +1425,7 @@ impl Conn {
                     continue;
                 }
                 if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
-                    if !self.watched.load(Ordering::Acquire) && self.pending_tx(&state) {
-                        // Bytes the caller counts as written wait here: something must send them
-                        // even if the caller never comes back (the background thread's watch).
-                        let hub = match self.hub.get() {
-                            Some(hub) => Some(hub.clone()),
-                            None => self.ensure_bound(&mut state).ok(),
-                        };
-                        if let (Some(hub), Some(me)) = (hub, self.arc()) {
-                            drop(state);
-                            self.watched.store(true, Ordering::Release);
-                            hub.watch_pending(me);
-                        }
-                    }
+                    self.watch_pending_tx(state);
                     return Ok(src.moved());
                 }
                 if blocking {
@@ -1476,9 +1484,11 @@ impl Conn {
             }
             self.send_fin(&mut state);
         }
-        drop(state);
+        // The FIN may wait behind written bytes the socket did not take yet.
+        self.watch_pending_tx(state);
         self.notify_keys();
-        // A writer blocked in this channel must see the shutdown (it fails, as with the JDK).
+        // A writer blocked in this channel must see the shutdown (it returns what it wrote, or
+        // fails if nothing, as with the JDK).
         if let Some(hub) = self.hub.get() {
             hub.wake_always();
         }

@@ -697,17 +697,42 @@ public class MisuseTest {
 
     /**
      * shutdownOutput() from another thread while a thread is blocked in a write the peer does not
-     * read: the writer's loop ends with exactly AsynchronousCloseException (the JDK's behaviour), the
-     * channel stays open, the peer reads what was written and then end of stream, and the channel
-     * still reads what the peer sends.
+     * read: the blocked call returns what it wrote, or throws AsynchronousCloseException if nothing
+     * (the JDK's behaviour), and the writer's next call throws AsynchronousCloseException; the channel
+     * stays open; the peer reads exactly the bytes the writer was told were written, then end of
+     * stream; the channel still reads what the peer sends.
      */
     @Test
     public void shutdownOutputUnderBlockedWriter() throws Exception {
+        assertShutdownOutputUnderWrites(1 << 20);
+    }
+
+    /**
+     * The same with the writer's first call blocked (a 64 MiB write): no call returned before the
+     * shutdown, and no thread of this JVM uses the channel after it.
+     */
+    @Test
+    public void shutdownOutputUnderFirstBlockedWrite() throws Exception {
+        assertShutdownOutputUnderWrites(64 << 20);
+    }
+
+    private void assertShutdownOutputUnderWrites(int blockSize) throws Exception {
         Pair pair = pair();
-        Attempt writer = writeUntilClosed("writer", pair.client);
+        Attempt writer = new Attempt("writer", () -> {
+            ByteBuffer block = ByteBuffer.allocateDirect(blockSize);
+            long written = 0;
+            try {
+                while (true) {
+                    block.clear();
+                    written += pair.client.write(block);
+                }
+            } catch (AsynchronousCloseException e) {
+                return written;
+            }
+        });
         awaitThread(writer, blockedIn(pair.client, "write"), "block in write()");
         new Attempt("shutdown", () -> pair.client.shutdownOutput()).result();
-        writer.assertThrew(AsynchronousCloseException.class);
+        long written = (Long) writer.result();
         assertTrue(pair.client.isOpen());
         ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
         long total = 0;
@@ -719,7 +744,10 @@ public class MisuseTest {
             }
             total += n;
         }
-        assertTrue("the peer read what was written before the shutdown", total > 0);
+        if (blockSize <= 1 << 20) {
+            assertTrue("writes returned before one blocked", written > 0);
+        }
+        assertEquals("bytes the peer read vs bytes the writer was told were written", written, total);
         assertCarriesByte(pair.server, pair.client, (byte) 9);
     }
 
