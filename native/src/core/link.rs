@@ -581,8 +581,7 @@ impl Link {
             )
         };
         match started {
-            Ok(Start::Done(info)) => status.complete(0, info.tag, info.length),
-            Ok(Start::Pending(request)) => self.requests[slot] = Some(request),
+            Ok(request) => self.requests[slot] = Some(request),
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
         }
         Ok(())
@@ -779,16 +778,11 @@ impl Link {
         let started = unsafe {
             lock.tag_recv(buffer, len, tag, protocol::FULL_MASK, large_received, &*status as *const LargeStatus as *mut c_void)
         };
-        let mut large = LargeRx { len, into_user: user.is_some(), offset: 0, status, request: None };
-        match started {
-            Ok(Start::Done(info)) => {
-                large.status.len.store(info.length, Ordering::Relaxed);
-                large.status.done.store(true, Ordering::Release);
-            }
-            Ok(Start::Pending(request)) => large.request = Some(request),
+        let request = match started {
+            Ok(request) => request,
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
-        }
-        self.large_rx = Some(large);
+        };
+        self.large_rx = Some(LargeRx { len, into_user: user.is_some(), offset: 0, status, request: Some(request) });
         Ok(())
     }
 
@@ -810,7 +804,8 @@ impl Link {
         while !large.status.done.load(Ordering::Acquire) {
             if Instant::now() >= deadline {
                 warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
-                std::mem::forget(self.large_rx.take());
+                let large = self.large_rx.take();
+                self.leave_to_ucx(large);
                 return;
             }
             lock.progress();
@@ -1011,8 +1006,16 @@ impl Link {
     pub fn abandon_user_tx(&mut self) {
         if let Some(large) = self.large_tx.take() {
             warn!("link {}: a send from the caller's memory did not end in time; leaving it to UCX", self.shared.id);
-            std::mem::forget(large);
+            self.leave_to_ucx(large);
         }
+    }
+
+    /// Leaks `request_state` (a request and the status its callback writes) and this link's
+    /// `Shared`, which that callback touches: UCX may still complete the request at any time,
+    /// even after the link is gone (when the endpoint or the worker is closed).
+    fn leave_to_ucx<T>(&self, request_state: T) {
+        std::mem::forget(request_state);
+        std::mem::forget(self.shared.clone());
     }
 
     /// Releases a completed BODY send; an error if it failed.

@@ -302,13 +302,6 @@ impl Request {
     }
 }
 
-/// Information about a completed tagged receive.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TagInfo {
-    pub tag: u64,
-    pub length: usize,
-}
-
 /// Outcome of starting a non-blocking operation.
 pub enum Start<T> {
     /// Completed before the call returned; the callback will not run.
@@ -473,12 +466,15 @@ impl WorkerLock<'_> {
         })
     }
 
-    /// Posts a tagged receive of at most `length` bytes into `buffer`.
+    /// Posts a tagged receive of at most `length` bytes into `buffer`. `cb` always runs with the
+    /// message's tag and length, inside this call if the message was already there (UCX 1.12
+    /// reports neither for a receive that completes at once), else inside
+    /// [`WorkerLock::progress`]; the returned request is freed by the caller either way.
     ///
     /// # Safety
     /// `buffer..buffer+length` must stay valid and unused by anyone else until the receive
-    /// completes (callback ran or `Done` returned) or is cancelled and its callback ran; `user_data`
-    /// must stay valid until then as well.
+    /// completes (callback ran) or is cancelled and its callback ran; `user_data` must stay valid
+    /// until then as well.
     pub unsafe fn tag_recv(
         &self,
         buffer: *mut u8,
@@ -487,23 +483,22 @@ impl WorkerLock<'_> {
         mask: u64,
         cb: RecvCallback,
         user_data: *mut c_void,
-    ) -> Result<Start<TagInfo>> {
-        let mut info = sys::ucp_tag_recv_info_t { sender_tag: 0, length: 0 };
+    ) -> Result<Request> {
         // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
         let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
         param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
             | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_RECV_INFO as u32;
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_NO_IMM_CMPL as u32;
         param.cb.recv = recv_cb(cb);
         param.user_data = user_data;
-        param.recv_info.tag_info = &mut info;
         // SAFETY: the caller guarantees the buffer and user data; the lock is held.
         let ptr = unsafe {
             sys::ucp_tag_recv_nbx(self.worker.handle, buffer as *mut c_void, length as sys::size_t, tag, mask, &param)
         };
         match decode_ptr(ptr) {
-            PtrStatus::Done => Ok(Start::Done(TagInfo { tag: info.sender_tag, length: info.length as usize })),
-            PtrStatus::Pending(request) => Ok(Start::Pending(request)),
+            PtrStatus::Pending(request) => Ok(request),
+            // Not with NO_IMM_CMPL; the callback did not run, so the receive cannot be used.
+            PtrStatus::Done => Err(UcxError { call: "ucp_tag_recv_nbx (completed without a request)", status: Status::OK }),
             PtrStatus::Failed(status) => Err(UcxError { call: "ucp_tag_recv_nbx", status }),
         }
     }

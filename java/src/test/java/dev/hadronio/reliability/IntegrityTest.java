@@ -25,10 +25,12 @@ import org.junit.runners.Parameterized.Parameters;
  * {@code -Dhadronio.reliability.integrityBytes=<bytes>} (4294967296 for the large run).
  *
  * <p>Rows: the JDK's provider (the oracle); hadroNIO with UCX's default transports (shared memory
- * between the two JVMs); hadroNIO with {@code UCX_TLS=tcp} in both JVMs' environment (UCX over TCP). For
- * hadroNIO every connection must have been upgraded, over a shared-memory lane, or a TCP lane and no
- * shared memory, respectively. Each row records the bytes verified and the throughput (both
- * directions, all connections, from the first START to the last END) as figures.
+ * between the two JVMs); hadroNIO with {@code UCX_TLS=tcp} in both JVMs' environment (UCX over TCP);
+ * the same with UCX's rendezvous threshold raised to 1 MiB, so that bodies of large messages up to that
+ * size arrive eagerly, often before their receive is posted. For hadroNIO every connection must have
+ * been upgraded, over a shared-memory lane, or a TCP lane and no shared memory, respectively. Each row
+ * records the bytes verified and the throughput (both directions, all connections, from the first
+ * START to the last END) as figures.
  */
 @RunWith(Parameterized.class)
 public class IntegrityTest {
@@ -36,6 +38,8 @@ public class IntegrityTest {
     static final long TOTAL = Long.getLong("hadronio.reliability.integrityBytes", 256L << 20);
     /** Bounds a hang only: 60 s plus 10 MiB/s. */
     static final long TIMEOUT_SECONDS = 60 + TOTAL / (10 << 20);
+    /** UCX's rendezvous threshold in the tcp-eager row: smaller messages and bodies go eagerly. */
+    static final int EAGER_LIMIT = 1 << 20;
 
     @Parameters(name = "{0}-{1}")
     public static List<Object[]> parameters() {
@@ -43,12 +47,16 @@ public class IntegrityTest {
         rows.add(new Object[] {Reliability.Provider.JDK, "kernel"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "shm"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp"});
+        rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp-eager"});
         return rows;
     }
 
     @Parameter(0)
     public Reliability.Provider provider;
-    /** {@code kernel} (JDK), {@code shm} (UCX defaults) or {@code tcp} ({@code UCX_TLS=tcp}). */
+    /**
+     * {@code kernel} (JDK), {@code shm} (UCX defaults), {@code tcp} ({@code UCX_TLS=tcp}) or
+     * {@code tcp-eager} (also {@code UCX_RNDV_THRESH=1048576}).
+     */
     @Parameter(1)
     public String transport;
 
@@ -60,8 +68,11 @@ public class IntegrityTest {
     private ChildJvm start(String name, Object... args) throws Exception {
         ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
                 .jvm("-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m").args(args);
-        if (transport.equals("tcp")) {
+        if (transport.startsWith("tcp")) {
             builder.env("UCX_TLS", "tcp");
+        }
+        if (transport.equals("tcp-eager")) {
+            builder.env("UCX_RNDV_THRESH", String.valueOf(EAGER_LIMIT));
         }
         return resources.add(builder.start());
     }
