@@ -24,8 +24,8 @@ def frame(kind, payload=b""):
     return header(kind, len(payload)) + payload
 
 
-def hello(version=1, min_version=1, caps=CAP_UCX):
-    return struct.pack(">HHI", version, min_version, caps)
+def hello(version=2, min_version=2, caps=CAP_UCX, host=0x5EED_0000_0000_0001, process=0x5EED_0000_0000_0002):
+    return struct.pack(">HHIQQ", version, min_version, caps, host, process)
 
 
 def addr(tag=9, slots=8, slot_len=16384, max_message=1 << 20, address=b"\x01\x02\x03", length=None):
@@ -47,7 +47,7 @@ def write(target, name, data):
 
 def main():
     # frame_header: each type at and just beyond its bounds, non-zero flags/reserved, unknown types.
-    bounds = {HELLO: (8, 8), ADDR: (21, MAX_FRAME), DATA: (1, MAX_FRAME), SWITCH: (0, 0), FIN: (8, 8),
+    bounds = {HELLO: (24, 24), ADDR: (21, MAX_FRAME), DATA: (1, MAX_FRAME), SWITCH: (0, 0), FIN: (8, 8),
               CREDIT: (8, 8), AUTH: (16, 32)}
     for kind, (low, high) in bounds.items():
         write("frame_header", f"t{kind}-min", header(kind, low))
@@ -55,7 +55,7 @@ def main():
         if low > 0:
             write("frame_header", f"t{kind}-below", header(kind, low - 1))
         write("frame_header", f"t{kind}-above", header(kind, high + 1))
-    write("frame_header", "flags", header(HELLO, 8, flags=1))
+    write("frame_header", "flags", header(HELLO, 24, flags=1))
     write("frame_header", "reserved", header(DATA, 100, reserved=0x0100))
     write("frame_header", "type0", header(0, 8))
     write("frame_header", "type8", header(8, 8))
@@ -69,10 +69,12 @@ def main():
     write("hello", "unknown-caps", hello(caps=0xFFFFFFFF))
     write("hello", "wide-range", hello(version=9, min_version=1))
     write("hello", "future", hello(version=7, min_version=5))
-    write("hello", "inverted", hello(version=1, min_version=2))
+    write("hello", "inverted", hello(version=2, min_version=3))
+    write("hello", "version1", hello(version=1, min_version=1))
+    write("hello", "version1-short", struct.pack(">HHI", 1, 1, CAP_UCX))
     write("hello", "version0", hello(version=0, min_version=0))
     write("hello", "max", hello(version=0xFFFF, min_version=0xFFFF))
-    write("hello", "short", hello()[:7])
+    write("hello", "short", hello()[:23])
     write("hello", "long", hello() + b"\x00")
     write("hello", "empty", b"")
 

@@ -277,21 +277,7 @@ impl Conn {
         };
         let id = hub.register_conn(&me, fd).map_err(|e| Error::io("epoll", &e))?;
         state.id = id;
-        if let Some(worker) = hub.worker() {
-            if state.proto != Proto::Plain {
-                let s = settings();
-                match Link::new(worker.clone(), hub.endpoints().clone(), id, hub.touched().clone(), s.slots, s.slot_len, s.send_buffer) {
-                    Ok(link) => {
-                        hub.register_link(link.shared());
-                        state.link = Some(link);
-                    }
-                    Err(e) => {
-                        state.upgrade_failed = true;
-                        state.path = format!("tcp (could not post UCX receives: {e})");
-                    }
-                }
-            }
-        } else if state.proto != Proto::Plain {
+        if !hub.has_ucx() && state.proto != Proto::Plain {
             state.upgrade_failed = true;
             state.path = String::from("tcp (UCX unavailable on this side)");
         }
@@ -299,6 +285,35 @@ impl Conn {
         debug!("connection {} bound to hub {} as id {id}", self.serial, hub.serial);
         self.advance(state);
         Ok(hub.clone())
+    }
+
+    /// Posts the UCX receive slots once the lane is known: at once on a blocking channel's hub,
+    /// after the peer's HELLO on a selector's (whose lanes keep other processes of this host apart,
+    /// see [`Lane`](super::hub::Lane)).
+    fn ensure_link(&self, state: &mut State) {
+        if state.link.is_some() || state.upgrade_failed || state.proto == Proto::Plain {
+            return;
+        }
+        let Some(hub) = self.hub.get() else { return };
+        let local = match &state.peer_hello {
+            Some(hello) => super::hub::local_peer(hello),
+            None if hub.is_selector() => return,
+            None => None,
+        };
+        let s = settings();
+        let link = hub.lane(local).and_then(|lane| {
+            Link::new(lane, state.id, s.slots, s.slot_len, s.send_buffer).map_err(|e| format!("could not post UCX receives: {e}"))
+        });
+        match link {
+            Ok(link) => {
+                hub.register_link(link.shared());
+                state.link = Some(link);
+            }
+            Err(e) => {
+                state.upgrade_failed = true;
+                state.path = format!("tcp ({e})");
+            }
+        }
     }
 
     /// Binds to a private hub if not bound yet (blocking use).
@@ -465,10 +480,11 @@ impl Conn {
     }
 
     fn send_hello(&self, state: &mut State) {
-        let ucx = self.hub.get().map(|h| h.worker().is_some()).unwrap_or(settings().ucx) && !state.upgrade_failed;
+        let ucx = self.hub.get().map(|h| h.has_ucx()).unwrap_or(settings().ucx) && !state.upgrade_failed;
         let secret = settings().secret.is_some();
+        let (host, process) = super::hub::origin();
         state.tx.out.extend_from_slice(&MAGIC);
-        protocol::put_frame(&mut state.tx.out, FrameType::Hello, &Hello::ours(ucx, secret).encode());
+        protocol::put_frame(&mut state.tx.out, FrameType::Hello, &Hello::ours(ucx, secret, host, process).encode());
         if secret {
             let challenge = auth::challenge();
             protocol::put_frame(&mut state.tx.out, FrameType::Auth, &challenge);
@@ -500,6 +516,7 @@ impl Conn {
             }
         }
         if state.proto == Proto::Hadronio && state.tx.hello_sent {
+            self.ensure_link(state);
             if !state.tx.addr_sent && !state.tx.shutdown && Self::authenticated(state) {
                 let peer_can = state.peer_hello.map(|h| h.capabilities & protocol::CAP_UCX != 0).unwrap_or(true);
                 if let (Some(link), true) = (&state.link, peer_can) {
@@ -1638,6 +1655,9 @@ impl Conn {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
         if let Some(mut link) = state.link.take() {
+            if Self::peer_vanished(state, &link) {
+                link.lane().mark_lost();
+            }
             if !link.teardown() {
                 if let Some(hub) = self.hub.get() {
                     hub.bury(link);
@@ -1655,6 +1675,13 @@ impl Conn {
             }
         }
         debug!("connection {} released", self.serial);
+    }
+
+    /// Whether an upgraded connection's peer went away without closing it (its process may have
+    /// died in the middle of a UCX message to our worker).
+    fn peer_vanished(state: &State, link: &Link) -> bool {
+        link.has_endpoint()
+            && ((state.rx.eof && state.rx.fin.is_none()) || state.fatal.is_some() || link.endpoint_error().is_some())
     }
 
     // --- events -------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ use parking_lot::{Condvar, Mutex, MutexGuard};
 use super::conn::Conn;
 use super::link::{self, CreditSink, Departures, Endpoints, Link, Shared, Touched};
 use super::listener::Listener;
+use super::protocol;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
 use crate::net::socket::Socket;
@@ -63,9 +64,9 @@ static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 /// moves to another hub never sees an id again whose messages may still arrive.
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
-/// Workers of blocking channels' dropped hubs, kept for the next hub: creating one costs
-/// milliseconds (it sets up shared-memory segments), and peers keep their endpoints to it, so a
-/// blocking connection to a known peer needs no new endpoint either.
+/// Workers of dropped lanes, kept for the next lane: creating one costs milliseconds (it sets up
+/// shared-memory segments), and peers keep their endpoints to it, so a connection to a known
+/// peer needs no new endpoint either.
 static SPARE_WORKERS: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
 
 /// A spare worker with what its endpoints refer to (they wake connections through `touched`).
@@ -74,6 +75,216 @@ struct Spare {
     endpoints: Arc<Endpoints>,
     touched: Arc<Touched>,
 }
+
+/// Most lanes a selector's hub opens for other processes on this host; connections of further
+/// processes share its main lane. Bounds what peers claiming ever new processes can make it
+/// allocate.
+const MAX_LOCAL_LANES: usize = 32;
+
+/// One UCX worker of a hub, with the endpoints it holds to peer workers and the ids of the
+/// connections its callbacks touched.
+///
+/// UCX's shared-memory transport delivers the messages of every process to a worker through one
+/// ring in shared memory, and a sender claims its place in the ring before it writes the message:
+/// a process killed in between leaves a place that is never completed, and the worker receives
+/// nothing more through shared memory, from anyone. So a selector's hub keeps each other process
+/// on this host on a lane of its own (a peer's process is named in its HELLO); its main lane
+/// serves peers on other hosts (their transports have no such ring) and this process. A
+/// blocking channel's hub has one connection and one lane.
+pub struct Lane {
+    /// Dropped before the worker: the endpoints close while it exists.
+    pub endpoints: Arc<Endpoints>,
+    pub worker: Arc<Worker>,
+    pub touched: Arc<Touched>,
+    /// The goodbye handler's argument (also held by `endpoints`); dropped after the worker.
+    _departures: Arc<Departures>,
+    /// The other process on this host whose connections this lane serves (`None`: the main lane).
+    key: Option<u64>,
+    /// Whether the worker may be kept as a spare when the lane goes.
+    reusable: bool,
+    /// A connection of this lane ended without the peer's FIN: its process may have died
+    /// writing into the worker's ring, so the worker is not kept for reuse.
+    lost: AtomicBool,
+}
+
+impl Lane {
+    /// A lane on a spare worker or a new one, with the credit handler taking `sink` (a
+    /// `Box<CreditSink>` that outlives the worker or is replaced before the worker is kept).
+    fn open(sink: *mut c_void, key: Option<u64>, reusable: bool) -> Result<Arc<Lane>, String> {
+        let (worker, endpoints, touched) = match take_spare() {
+            Some(spare) => (spare.worker, spare.endpoints, spare.touched),
+            None => {
+                let context = ucx_context()?;
+                (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
+            }
+        };
+        let lock = worker.lock();
+        // SAFETY: as required of the caller; the handler only touches the hub's links table and
+        // atomics.
+        unsafe { lock.set_am_handler(super::protocol::AM_CREDIT, link::credit_received, sink) }
+            // SAFETY: the departures list is kept by the lane (and the endpoints) until after the
+            // worker; the handler only pushes to it.
+            .and_then(|()| unsafe {
+                lock.set_am_handler(
+                    super::protocol::AM_GOODBYE,
+                    link::goodbye_received,
+                    Arc::as_ptr(endpoints.departures()) as *mut c_void,
+                )
+            })
+            .map_err(|e| e.to_string())?;
+        drop(lock);
+        Ok(Arc::new(Lane {
+            _departures: endpoints.departures().clone(),
+            endpoints,
+            worker,
+            touched,
+            key,
+            reusable,
+            lost: AtomicBool::new(false),
+        }))
+    }
+
+    /// Notes that a connection of this lane ended abortively (see `lost`).
+    pub fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
+    /// Whether a connection of this lane ended abortively.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Whether the worker can serve another connection: nothing points to a dead peer.
+    fn healthy(&self) -> bool {
+        !self.lost.load(Ordering::Acquire) && !self.endpoints.departures().lost() && !self.worker.keeps_memory()
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        if self.reusable && self.healthy() {
+            let mut spare = SPARE_WORKERS.lock();
+            if spare.len() < settings().spare_workers {
+                // The credit handler's argument goes with the hub; the goodbye handler's (the
+                // departures list) goes with the endpoints.
+                // SAFETY: the handler ignores its (null) argument.
+                let reset = unsafe { self.worker.lock().set_am_handler(super::protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
+                match reset {
+                    Ok(()) => {
+                        spare.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
+                        return;
+                    }
+                    Err(e) => debug!("worker not kept: {e}"),
+                }
+            }
+        }
+        self.endpoints.goodbye(&self.worker);
+    }
+}
+
+/// A spare worker that can serve again: one whose ring a peer's death has left stuck (it has
+/// messages it never delivers) is destroyed instead.
+fn take_spare() -> Option<Spare> {
+    loop {
+        let spare = SPARE_WORKERS.lock().pop()?;
+        if !worker_stuck(&spare.worker) {
+            return Some(spare);
+        }
+        debug!("a spare UCX worker has undeliverable messages; destroyed");
+        spare.endpoints.goodbye(&spare.worker);
+    }
+}
+
+/// Whether the worker has events it cannot deliver: arming it keeps failing while progress finds
+/// nothing. (A healthy worker may refuse once or twice: arming first drains its event fd.)
+fn worker_stuck(worker: &Worker) -> bool {
+    let lock = worker.lock();
+    for _ in 0..=STUCK_ROUNDS {
+        while lock.progress() > 0 {}
+        match lock.arm() {
+            Ok(true) => return false,
+            Ok(false) => {}
+            Err(e) => {
+                debug!("{e}");
+                return true;
+            }
+        }
+    }
+    true
+}
+
+/// This process as its HELLO names it: `(host, process)`, see [`protocol::Hello`].
+pub fn origin() -> (u64, u64) {
+    static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
+    *ORIGIN.get_or_init(|| {
+        let host = match std::fs::read("/proc/sys/kernel/random/boot_id") {
+            Ok(id) => protocol::worker_digest(id.trim_ascii()),
+            Err(e) => {
+                debug!("no boot id ({e}): every peer counts as remote");
+                0
+            }
+        };
+        let random = super::auth::challenge();
+        let mut process = [0u8; 8];
+        process.copy_from_slice(&random[..8]);
+        (host, u64::from_ne_bytes(process))
+    })
+}
+
+/// The process a peer runs in, when it is another process on this host (the key of its lane).
+pub fn local_peer(hello: &protocol::Hello) -> Option<u64> {
+    let (host, process) = origin();
+    (host != 0 && hello.host == host && hello.process != process).then_some(hello.process)
+}
+
+/// What arming a hub's workers before a sleep found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Armed {
+    /// Every worker will signal its event fd: sleep.
+    Yes,
+    /// Events are pending: progress before sleeping.
+    Busy,
+    /// A worker has events that progress does not deliver (a dead peer's stuck ring, sends
+    /// waiting for a full peer): sleep, but look again after a while.
+    Stuck,
+}
+
+impl Armed {
+    fn and(self, other: Armed) -> Armed {
+        match (self, other) {
+            (Armed::Busy, _) | (_, Armed::Busy) => Armed::Busy,
+            (Armed::Stuck, _) | (_, Armed::Stuck) => Armed::Stuck,
+            _ => Armed::Yes,
+        }
+    }
+}
+
+/// Arms one lane's worker.
+fn arm_lane(lane: &Lane) -> Armed {
+    let lock = lane.worker.lock();
+    match lock.arm() {
+        Ok(true) => Armed::Yes,
+        Ok(false) if lock.progress() > 0 => Armed::Busy,
+        Ok(false) => Armed::Stuck,
+        Err(e) => {
+            warn!("{e}");
+            Armed::Stuck
+        }
+    }
+}
+
+/// How long a torn-down link may wait for UCX to end its requests before they are left to the
+/// worker (the peer vanished in the middle of a message).
+const GRAVE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Consecutive stuck arms a leader spins through before it sleeps anyway: a sender that has
+/// claimed its place in a ring but not written yet looks stuck for a moment, and the first arm
+/// after events drains the event fd and fails although progress finds nothing.
+const STUCK_ROUNDS: u32 = 4;
+
+/// Bounds of a sleep with a stuck worker; it doubles while the worker stays stuck.
+const STUCK_SLEEP_MIN: Duration = Duration::from_millis(1);
+const STUCK_SLEEP_MAX: Duration = Duration::from_millis(100);
 
 /// How long a hub may go without progress by an application thread (selecting on it or on a
 /// selector it is nested in, or waiting in a blocking call) before the background thread steps in.
@@ -132,18 +343,19 @@ const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
 
 pub struct Hub {
     pub serial: u64,
-    /// Torn-down links whose sends are still in flight. Dropped first (fields drop in order).
-    graveyard: Mutex<Vec<Link>>,
+    /// Torn-down links whose sends are still in flight, with when they were buried. Dropped first
+    /// (fields drop in order).
+    graveyard: Mutex<Vec<(Link, Instant)>>,
     buried: AtomicBool,
-    /// Endpoints to peer workers; dropped before the worker and its AM handler.
-    endpoints: Arc<Endpoints>,
-    /// Declared before `credit_sink`: the worker (and its AM handler) goes first.
-    worker: Option<Arc<Worker>>,
-    #[allow(dead_code)]
+    /// The main lane (none without UCX). Lanes are declared before `credit_sink`: their workers
+    /// (and credit handlers) go first.
+    primary: Option<Arc<Lane>>,
+    /// Lanes of other processes on this host (selector hubs only), and how many.
+    locals: Mutex<Vec<Arc<Lane>>>,
+    local_count: AtomicUsize,
+    /// A connection was released: a local lane may have nobody left.
+    locals_idle: AtomicBool,
     credit_sink: Option<Box<Box<CreditSink>>>,
-    /// The goodbye handler's argument; outlives the worker like `credit_sink`.
-    #[allow(dead_code)]
-    departures: Arc<Departures>,
     epoll: Epoll,
     wake: EventFd,
     leader: Mutex<()>,
@@ -151,7 +363,6 @@ pub struct Hub {
     conns: Mutex<HashMap<u32, Weak<Conn>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
     listeners: Mutex<HashMap<u32, Weak<Listener>>>,
-    touched: Arc<Touched>,
     touched_spare: Mutex<Vec<u32>>,
     spin_ns: AtomicU64,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
@@ -177,75 +388,57 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// A hub with a UCX worker when UCX is enabled and available, TCP-only otherwise.
+    /// A blocking channel's hub: with a UCX worker when UCX is enabled and available, TCP-only
+    /// otherwise.
     pub fn new(ucx: bool) -> std::io::Result<Arc<Hub>> {
+        Hub::create(ucx, false, false)
+    }
+
+    /// The hub of a selector.
+    pub fn new_for_selector() -> std::io::Result<Arc<Hub>> {
+        Hub::create(true, true, false)
+    }
+
+    /// The hub of the background thread: no UCX worker, no spinning.
+    fn new_background() -> std::io::Result<Arc<Hub>> {
+        Hub::create(false, false, true)
+    }
+
+    fn create(ucx: bool, selector: bool, background: bool) -> std::io::Result<Arc<Hub>> {
         let epoll = Epoll::new()?;
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
-        let mut endpoints: Arc<Endpoints> = Arc::default();
-        let mut touched: Arc<Touched> = Arc::default();
-        let mut worker = None;
+        let mut primary = None;
         let mut credit_sink = None;
-        if ucx && settings().ucx {
-            let spare = SPARE_WORKERS.lock().pop();
-            let created = match spare {
-                Some(spare) => {
-                    endpoints = spare.endpoints;
-                    touched = spare.touched;
-                    Ok(Ok(spare.worker))
+        // Without a UCX context (it said why, once) every connection stays on TCP.
+        if ucx && settings().ucx && ucx_context().is_ok() {
+            let table = links.clone();
+            let sink: Box<Box<CreditSink>> = Box::new(Box::new(move |id: u32, consumed: u64| {
+                if let Some(shared) = table.lock().get(&id) {
+                    shared.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
+                    shared.touch();
                 }
-                None => ucx_context().map(Worker::new),
-            };
-            match created {
-                Ok(Ok(w)) => {
-                    let table = links.clone();
-                    let sink: Box<Box<CreditSink>> = Box::new(Box::new(move |id: u32, consumed: u64| {
-                        if let Some(shared) = table.lock().get(&id) {
-                            shared.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
-                            shared.touch();
-                        }
-                    }));
-                    let lock = w.lock();
-                    // SAFETY: the sink is boxed, owned by the hub and dropped after the worker
-                    // (field order); the handler only touches the links table and atomics.
-                    let installed = unsafe {
-                        lock.set_am_handler(
-                            super::protocol::AM_CREDIT,
-                            link::credit_received,
-                            &*sink as *const Box<CreditSink> as *mut c_void,
-                        )
-                    }
-                    // SAFETY: the departures list is kept by the hub after the worker (field
-                    // order); the handler only pushes to it.
-                    .and_then(|()| unsafe {
-                        lock.set_am_handler(
-                            super::protocol::AM_GOODBYE,
-                            link::goodbye_received,
-                            Arc::as_ptr(endpoints.departures()) as *mut c_void,
-                        )
-                    });
-                    drop(lock);
-                    match installed {
-                        Ok(()) => {
-                            epoll.add(w.event_fd(), poller::READABLE, TOKEN_UCX)?;
-                            worker = Some(w);
-                            credit_sink = Some(sink);
-                        }
-                        Err(e) => warn!("UCX worker unusable, connections stay on TCP: {e}"),
-                    }
+            }));
+            // The sink is boxed, owned by the hub and dropped after its lanes (field order).
+            match Lane::open(Hub::sink_arg(&sink), None, !selector) {
+                Ok(lane) => {
+                    epoll.add(lane.worker.event_fd(), poller::READABLE, TOKEN_UCX)?;
+                    primary = Some(lane);
+                    credit_sink = Some(sink);
                 }
-                Ok(Err(e)) => warn!("could not create a UCX worker, connections stay on TCP: {e}"),
-                Err(_) => {}
+                Err(e) => warn!("no UCX worker, connections stay on TCP: {e}"),
             }
         }
+        let spin_ns = if background { 0 } else { settings().spin_ns };
         Ok(Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             graveyard: Mutex::default(),
             buried: AtomicBool::new(false),
-            departures: endpoints.departures().clone(),
-            endpoints,
-            worker,
+            primary,
+            locals: Mutex::default(),
+            local_count: AtomicUsize::new(0),
+            locals_idle: AtomicBool::new(false),
             credit_sink,
             epoll,
             wake,
@@ -254,9 +447,8 @@ impl Hub {
             conns: Mutex::default(),
             links,
             listeners: Mutex::default(),
-            touched,
             touched_spare: Mutex::default(),
-            spin_ns: AtomicU64::new(settings().spin_ns),
+            spin_ns: AtomicU64::new(spin_ns),
             nested: Mutex::default(),
             nested_count: AtomicUsize::new(0),
             last_dispatch: Mutex::new(Instant::now()),
@@ -267,46 +459,98 @@ impl Hub {
             generation: AtomicU64::new(0),
             follow_lock: Mutex::new(()),
             follow: Condvar::new(),
-            max_spin_ns: settings().spin_ns,
-            selector: false,
-            background: false,
+            max_spin_ns: spin_ns,
+            selector,
+            background,
             progressed_ns: AtomicU64::new(0),
             created: Instant::now(),
         }))
     }
 
-    /// The hub of a selector.
-    pub fn new_for_selector() -> std::io::Result<Arc<Hub>> {
-        let mut hub = Hub::new(true)?;
-        Arc::get_mut(&mut hub).expect("a new hub is not shared").selector = true;
-        Ok(hub)
+    fn sink_arg(sink: &Box<Box<CreditSink>>) -> *mut c_void {
+        &**sink as *const Box<CreditSink> as *mut c_void
     }
 
-    /// The hub of the background thread: no UCX worker, no spinning.
-    fn new_background() -> std::io::Result<Arc<Hub>> {
-        let mut hub = Hub::new(false)?;
-        let inner = Arc::get_mut(&mut hub).expect("a new hub is not shared");
-        inner.max_spin_ns = 0;
-        inner.spin_ns = AtomicU64::new(0);
-        inner.background = true;
-        Ok(hub)
+    pub fn is_selector(&self) -> bool {
+        self.selector
     }
 
-    pub fn worker(&self) -> Option<&Arc<Worker>> {
-        self.worker.as_ref()
+    /// Whether connections of this hub can upgrade to UCX.
+    pub fn has_ucx(&self) -> bool {
+        self.primary.is_some()
     }
 
-    pub fn touched(&self) -> &Arc<Touched> {
-        &self.touched
+    /// The main lane (see [`Lane`]).
+    pub fn primary(&self) -> Option<&Arc<Lane>> {
+        self.primary.as_ref()
     }
 
-    pub fn endpoints(&self) -> &Arc<Endpoints> {
-        &self.endpoints
+    /// The lane for a connection whose peer runs in the other process `local` of this host
+    /// (`None`: on another host, in this process, or not known to be local). Only a selector's
+    /// hub opens lanes per process.
+    pub fn lane(&self, local: Option<u64>) -> Result<Arc<Lane>, String> {
+        let (Some(primary), Some(sink)) = (&self.primary, &self.credit_sink) else {
+            return Err(String::from("UCX unavailable on this side"));
+        };
+        let Some(key) = local.filter(|_| self.selector) else { return Ok(primary.clone()) };
+        let mut locals = self.locals.lock();
+        if let Some(lane) = locals.iter().find(|l| l.key == Some(key)) {
+            return Ok(lane.clone());
+        }
+        if locals.len() >= MAX_LOCAL_LANES {
+            debug!("hub {}: {MAX_LOCAL_LANES} local lanes open; a connection shares the main lane", self.serial);
+            return Ok(primary.clone());
+        }
+        let lane = Lane::open(Hub::sink_arg(sink), Some(key), true)?;
+        self.epoll.add(lane.worker.event_fd(), poller::READABLE, TOKEN_UCX).map_err(|e| format!("epoll: {e}"))?;
+        locals.push(lane.clone());
+        self.local_count.store(locals.len(), Ordering::Release);
+        debug!("hub {}: lane {} for a process on this host", self.serial, locals.len());
+        Ok(lane)
+    }
+
+    /// Calls `f` with every lane of this hub (the main one first) until it returns false.
+    fn each_lane(&self, mut f: impl FnMut(&Lane) -> bool) {
+        let Some(primary) = &self.primary else { return };
+        if !f(primary) || self.local_count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut index = 0;
+        // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs.
+        while let Some(lane) = self.locals.lock().get(index).cloned() {
+            if !f(&lane) {
+                return;
+            }
+            index += 1;
+        }
+    }
+
+    /// Closes the local lanes that no connection uses any more (keeping their workers as spares
+    /// where they are healthy).
+    fn retire_idle_lanes(&self) {
+        let mut retired = Vec::new();
+        {
+            let mut locals = self.locals.lock();
+            locals.retain(|lane| {
+                let idle = Arc::strong_count(lane) == 1;
+                if idle {
+                    retired.push(lane.clone());
+                }
+                !idle
+            });
+            self.local_count.store(locals.len(), Ordering::Release);
+        }
+        for lane in &retired {
+            let _ = self.epoll.delete(lane.worker.event_fd());
+        }
+        if !retired.is_empty() {
+            debug!("hub {}: {} idle local lanes closed", self.serial, retired.len());
+        }
     }
 
     /// Keeps a torn-down link until its in-flight sends complete.
     pub fn bury(self: &Arc<Hub>, link: Link) {
-        self.graveyard.lock().push(link);
+        self.graveyard.lock().push((link, Instant::now()));
         self.buried.store(true, Ordering::Release);
         if !self.selector {
             background().adopt(self.clone());
@@ -349,6 +593,9 @@ impl Hub {
         }
         self.conns.lock().remove(&id);
         self.links.lock().remove(&id);
+        if self.local_count.load(Ordering::Acquire) > 0 {
+            self.locals_idle.store(true, Ordering::Release);
+        }
     }
 
     pub fn register_listener(&self, listener: &Arc<Listener>, fd: RawFd) -> std::io::Result<u32> {
@@ -404,12 +651,21 @@ impl Hub {
         self.wake.notify();
     }
 
-    /// Runs UCX progress and handles what it completed. Returns whether anything happened.
-    /// Must not be called while holding a connection's state lock.
+    /// Runs UCX progress on every lane and handles what it completed. Returns whether anything
+    /// happened. Must not be called while holding a connection's state lock.
     fn progress(&self) -> bool {
         let mut did = false;
-        if let Some(worker) = &self.worker {
-            let lock = worker.lock();
+        self.each_lane(|lane| {
+            did |= self.progress_lane(lane);
+            true
+        });
+        self.progress_rest(did)
+    }
+
+    fn progress_lane(&self, lane: &Lane) -> bool {
+        let mut did = false;
+        {
+            let lock = lane.worker.lock();
             for _ in 0..64 {
                 if lock.progress() == 0 {
                     break;
@@ -417,11 +673,14 @@ impl Hub {
                 did = true;
             }
         }
-        if !self.touched.any() {
-            return self.progress_rest(did);
+        if lane.endpoints.departures().any() {
+            lane.endpoints.retire_departed();
+        }
+        if !lane.touched.any() {
+            return did;
         }
         let mut touched = std::mem::take(&mut *self.touched_spare.lock());
-        self.touched.take_into(&mut touched);
+        lane.touched.take_into(&mut touched);
         if !touched.is_empty() {
             did = true;
             for id in touched.drain(..) {
@@ -432,21 +691,27 @@ impl Hub {
             }
         }
         *self.touched_spare.lock() = touched;
-        self.progress_rest(did)
+        did
     }
 
-    /// The rare parts of progress: lingering closes and links waiting for their sends.
+    /// The rare parts of progress: lingering closes, links waiting for their sends, idle lanes.
     fn progress_rest(&self, did: bool) -> bool {
         if self.has_lingering.load(Ordering::Acquire) {
             self.progress_lingering();
         }
-        if self.endpoints.departures().any() {
-            self.endpoints.retire_departed();
-        }
         if self.buried.load(Ordering::Acquire) {
             let mut graveyard = self.graveyard.lock();
-            graveyard.retain_mut(|link| !link.finish_teardown());
+            let before = graveyard.len();
+            // Past the limit the peer is not coming back: what UCX still references stays with
+            // the worker (see `Link::drop`).
+            graveyard.retain_mut(|(link, since)| !link.finish_teardown() && since.elapsed() < GRAVE_LIMIT);
             self.buried.store(!graveyard.is_empty(), Ordering::Release);
+            if graveyard.len() < before && self.local_count.load(Ordering::Acquire) > 0 {
+                self.locals_idle.store(true, Ordering::Release);
+            }
+        }
+        if self.locals_idle.swap(false, Ordering::AcqRel) {
+            self.retire_idle_lanes();
         }
         did
     }
@@ -558,28 +823,25 @@ impl Hub {
         }
     }
 
-    /// Arms the UCX workers this hub sleeps on; false if events are pending.
-    fn arm(&self) -> bool {
-        if let Some(worker) = &self.worker {
-            match worker.lock().arm() {
-                Ok(true) => {}
-                Ok(false) => return false,
-                Err(e) => {
-                    warn!("{e}");
-                    return false;
+    /// Arms the UCX workers this hub sleeps on: its own lanes (its leader calls this) and those
+    /// of nested hubs that nobody else leads. A nested hub with a leader of its own is left alone:
+    /// arming drains a worker's event fd, which would keep that leader asleep while its worker
+    /// has events; it progresses the hub itself and wakes this one through the keys it notifies.
+    fn arm(&self) -> Armed {
+        let mut armed = Armed::Yes;
+        let mut arm = |lane: &Lane| {
+            armed = armed.and(arm_lane(lane));
+            armed != Armed::Busy
+        };
+        self.each_lane(&mut arm);
+        if self.nested_count.load(Ordering::Acquire) > 0 {
+            for (hub, _) in self.nested.lock().iter() {
+                if let Some(_leader) = hub.leader.try_lock() {
+                    hub.each_lane(&mut arm);
                 }
             }
         }
-        for (hub, _) in self.nested.lock().iter() {
-            if let Some(worker) = &hub.worker {
-                if let Some(lock) = worker.try_lock() {
-                    if !matches!(lock.arm(), Ok(true)) {
-                        return false;
-                    }
-                }
-            }
-        }
-        true
+        armed
     }
 
     /// Tells followers that the leader made progress (or left): they re-check their conditions.
@@ -631,9 +893,13 @@ impl Hub {
     fn lead(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
         let _guard = guard;
         let max_spin = self.max_spin_ns;
+        let mut stuck_rounds = 0;
+        let mut stuck_sleep = STUCK_SLEEP_MIN;
         loop {
             if self.progress() {
                 self.signal();
+                stuck_rounds = 0;
+                stuck_sleep = STUCK_SLEEP_MIN;
             }
             self.progress_nested();
             if ready() {
@@ -679,15 +945,28 @@ impl Hub {
                 }
             }
             // Sleep.
-            if !self.arm() {
-                continue;
-            }
+            let stuck = match self.arm() {
+                Armed::Busy => continue,
+                Armed::Stuck => {
+                    stuck_rounds += 1;
+                    if stuck_rounds < STUCK_ROUNDS {
+                        continue;
+                    }
+                    true
+                }
+                Armed::Yes => false,
+            };
             self.sleeping.store(true, Ordering::SeqCst);
             if ready() {
                 self.sleeping.store(false, Ordering::SeqCst);
                 return true;
             }
-            let timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let mut timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if stuck {
+                // A stuck worker does not signal its event fd: look at it again after a while.
+                timeout = Some(timeout.map_or(stuck_sleep, |t| t.min(stuck_sleep)));
+                stuck_sleep = (stuck_sleep * 2).min(STUCK_SLEEP_MAX);
+            }
             let slept = Instant::now();
             self.dispatch_ready(timeout);
             self.sleeping.store(false, Ordering::SeqCst);
@@ -769,25 +1048,6 @@ impl Hub {
 impl Drop for Hub {
     fn drop(&mut self) {
         debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
-        let Some(worker) = &self.worker else { return };
-        // Only blocking channels' workers are kept (a connection each); a selector's goes.
-        if !self.selector && self.graveyard.get_mut().is_empty() && self.links.lock().is_empty() {
-            let mut spare = SPARE_WORKERS.lock();
-            if spare.len() < settings().spare_workers {
-                // The credit handler's argument goes with this hub; the goodbye handler's (the
-                // departures list) goes with the endpoints.
-                // SAFETY: the handler ignores its (null) argument.
-                let reset = unsafe { worker.lock().set_am_handler(super::protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
-                match reset {
-                    Ok(()) => {
-                        spare.push(Spare { worker: worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
-                        return;
-                    }
-                    Err(e) => debug!("worker of hub {} not kept: {e}", self.serial),
-                }
-            }
-        }
-        self.endpoints.goodbye(worker);
     }
 }
 

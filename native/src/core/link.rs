@@ -28,6 +28,7 @@ use super::protocol::{self, Addr};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use super::hub::Lane;
 use crate::ucx::{self, Endpoint, Request, Start, Worker, WorkerLock};
 
 /// Connection ids whose UCX state changed during progress, collected by callbacks and handled by
@@ -191,6 +192,7 @@ unsafe extern "C" fn peer_failed(arg: *mut c_void, _ep: ucx1_sys::ucp_ep_h, stat
     for &id in peer.users.lock().iter() {
         peer.touched.push(id);
     }
+    peer.departures.lost.store(true, Ordering::Release);
     peer.departures.any.store(true, Ordering::Release);
 }
 
@@ -201,12 +203,19 @@ pub struct Departures {
     /// Digests of the worker addresses in goodbye messages.
     digests: Mutex<Vec<u64>>,
     any: AtomicBool,
+    /// An endpoint failed: a peer worker went away without a goodbye.
+    lost: AtomicBool,
 }
 
 impl Departures {
     /// Whether workers went away since the last [`Endpoints::retire_departed`] (no lock).
     pub fn any(&self) -> bool {
         self.any.load(Ordering::Acquire)
+    }
+
+    /// Whether a peer worker ever went away without a goodbye.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
     }
 }
 
@@ -444,12 +453,16 @@ impl TxWaiter {
     }
 }
 
+/// How long a dropped link waits for its requests to end before their memory is left to the
+/// worker (unless its peer is known to be gone).
+const DROP_WAIT: Duration = Duration::from_millis(100);
+
 /// How long a teardown waits for cancelled receives before leaving them to the hub.
 const TEARDOWN_WAIT: Duration = Duration::from_millis(50);
 
 pub struct Link {
     shared: Arc<Shared>,
-    worker: Arc<Worker>,
+    lane: Arc<Lane>,
     slot_len: usize,
     memory: Box<[u8]>,
     requests: Vec<Option<Request>>,
@@ -457,7 +470,6 @@ pub struct Link {
     head_offset: usize,
     /// Slot messages consumed by the application, and what the peer was told.
     rx: RxCredits,
-    endpoints: Arc<Endpoints>,
     ep: Option<Arc<PeerEndpoint>>,
     peer: Option<Peer>,
     /// Our messages to the peer: sent and consumed by it.
@@ -479,16 +491,8 @@ pub struct Link {
 }
 
 impl Link {
-    /// Allocates the receive slots for connection `id` on `worker` and posts them all.
-    pub fn new(
-        worker: Arc<Worker>,
-        endpoints: Arc<Endpoints>,
-        id: u32,
-        touched: Arc<Touched>,
-        slots: u32,
-        slot_len: u32,
-        send_buffer: u32,
-    ) -> Result<Link> {
+    /// Allocates the receive slots for connection `id` on the worker of `lane` and posts them all.
+    pub fn new(lane: Arc<Lane>, id: u32, slots: u32, slot_len: u32, send_buffer: u32) -> Result<Link> {
         let slot_len = slot_len as usize;
         let count = slots as usize;
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
@@ -496,7 +500,7 @@ impl Link {
             Shared {
                 id,
                 touched_flag: AtomicBool::new(false),
-                touched,
+                touched: lane.touched.clone(),
                 slots: (0..count)
                     .map(|_| SlotStatus {
                         owner,
@@ -516,14 +520,13 @@ impl Link {
         });
         let mut link = Link {
             shared,
-            worker,
+            lane,
             slot_len,
             memory: vec![0u8; count * slot_len].into_boxed_slice(),
             requests: (0..count).map(|_| None).collect(),
             head: 0,
             head_offset: 0,
             rx: RxCredits::new(slots),
-            endpoints,
             ep: None,
             peer: None,
             tx: TxCredits::new(0),
@@ -541,7 +544,7 @@ impl Link {
             tx_large_seq: 0,
             announce: Box::new([0; protocol::LARGE_PAYLOAD_LEN]),
         };
-        let worker = link.worker.clone();
+        let worker = link.lane.worker.clone();
         let lock = worker.lock();
         for slot in 0..count {
             link.post(&lock, slot)?;
@@ -553,6 +556,11 @@ impl Link {
         &self.shared
     }
 
+    /// The lane (worker) this link receives on.
+    pub fn lane(&self) -> &Arc<Lane> {
+        &self.lane
+    }
+
     /// What the peer needs to send to us (the ADDR frame).
     pub fn local_addr(&self) -> Addr {
         Addr {
@@ -560,7 +568,7 @@ impl Link {
             slots: self.shared.slots.len() as u32,
             slot_len: self.slot_len as u32,
             max_message: MAX_LARGE_MESSAGE.max(self.slot_len) as u32,
-            worker_address: self.worker.address().to_vec(),
+            worker_address: self.lane.worker.address().to_vec(),
         }
     }
 
@@ -589,7 +597,7 @@ impl Link {
 
     /// Creates the endpoint to the peer described by `addr`.
     pub fn connect(&mut self, addr: &Addr) -> std::result::Result<(), ucx::UcxError> {
-        let ep = self.endpoints.get(&self.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
+        let ep = self.lane.endpoints.get(&self.lane.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
         self.ep = Some(ep);
         self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize, max_message: addr.max_message as usize });
         self.tx = TxCredits::new(addr.slots);
@@ -644,7 +652,7 @@ impl Link {
     /// same cursor).
     pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let mut lock = None;
         while dst.remaining() > 0 {
             if let Some(large) = &mut self.large_rx {
@@ -793,7 +801,7 @@ impl Link {
         if !large.into_user {
             return;
         }
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         if let Some(request) = &large.request {
             lock.cancel(request);
@@ -883,7 +891,7 @@ impl Link {
         if !self.rx.unreported() {
             return Ok(());
         }
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         self.report_credits(&lock)
     }
@@ -907,7 +915,7 @@ impl Link {
     /// returns with [`Link::user_tx_pending`] set and the caller must wait for it.
     pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
         let Some(peer) = self.peer else { return Ok(0) };
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         if self.tx.available() == 0 || !self.staged.is_empty() {
             // Take credits that arrived meanwhile (their callbacks only touch atomics).
@@ -1010,12 +1018,11 @@ impl Link {
         }
     }
 
-    /// Leaks `request_state` (a request and the status its callback writes) and this link's
-    /// `Shared`, which that callback touches: UCX may still complete the request at any time,
-    /// even after the link is gone (when the endpoint or the worker is closed).
-    fn leave_to_ucx<T>(&self, request_state: T) {
-        std::mem::forget(request_state);
-        std::mem::forget(self.shared.clone());
+    /// Hands `request_state` (a request and the memory it writes or reads) with this link's
+    /// `Shared`, which its callback touches, to the worker: UCX may still complete the request at
+    /// any time, even after the link is gone (when the endpoint or the worker is closed).
+    fn leave_to_ucx<T: Send + 'static>(&self, request_state: T) {
+        self.lane.worker.keep_until_destroyed(Box::new((request_state, self.shared.clone())));
     }
 
     /// Releases a completed BODY send; an error if it failed.
@@ -1026,7 +1033,7 @@ impl Link {
         let Some(large) = self.large_tx.take() else { return Ok(()) };
         let status = large.status.status.load(Ordering::Relaxed);
         if let Some(request) = large.request {
-            let worker = self.worker.clone();
+            let worker = self.lane.worker.clone();
             request.free(&worker.lock());
         }
         if status != 0 {
@@ -1158,7 +1165,7 @@ impl Link {
     /// Takes credits the peer returned, posts staged data, recycles completed sends and sends a
     /// credit report that had to wait. Called after progress touched this link.
     pub fn flush(&mut self) -> Result<()> {
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         self.flush_locked(&lock)
     }
@@ -1184,7 +1191,7 @@ impl Link {
     /// message arrives or the endpoint fails. Waiting for it is bounded so that a dead peer does
     /// not stall the caller.
     pub fn teardown(&mut self) -> bool {
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         for request in self.requests.iter().flatten() {
             lock.cancel(request);
@@ -1204,7 +1211,7 @@ impl Link {
         drop(lock);
         // Outside the worker's lock: the endpoint map is locked before it elsewhere.
         if let Some(peer) = &self.ep {
-            self.endpoints.release(peer, self.shared.id);
+            self.lane.endpoints.release(peer, self.shared.id);
         }
         self.finish_teardown()
     }
@@ -1233,7 +1240,7 @@ impl Link {
 
     /// Frees sends that completed since; true when none is left (the link may be dropped).
     pub fn finish_teardown(&mut self) -> bool {
-        let worker = self.worker.clone();
+        let worker = self.lane.worker.clone();
         let lock = worker.lock();
         self.free_completed_receives(&lock);
         if self.large_tx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
@@ -1273,31 +1280,33 @@ impl Drop for Link {
         if self.requests.iter().any(Option::is_some) || self.large_rx.is_some() {
             self.teardown();
         }
-        // Normally the hub kept the link until its sends completed. If not, wait (bounded): UCX
-        // must not touch freed buffers.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-        while !self.finish_teardown() {
-            if std::time::Instant::now() >= deadline {
-                warn!("link {}: requests still in flight at drop (peer gone?); leaking their buffers", self.shared.id);
-                std::mem::forget(std::mem::take(&mut self.staged));
-                std::mem::forget(self.large_tx.take());
-                std::mem::forget(self.large_rx.take());
-                std::mem::forget(std::mem::take(&mut self.requests));
-                std::mem::forget(std::mem::take(&mut self.memory));
-                std::mem::forget(std::mem::take(&mut self.bounce));
-                let credit = std::mem::replace(
-                    &mut self.credit,
-                    Box::new(CreditSend {
-                        status: SendStatus { owner: std::ptr::null(), done: AtomicBool::new(true), status: AtomicI32::new(0) },
-                        header: [0; protocol::CREDIT_HEADER_LEN],
-                        request: None,
-                    }),
-                );
-                std::mem::forget(credit);
-                std::mem::forget(self.shared.clone());
-                break;
-            }
-            self.worker.lock().progress();
+        // Normally the hub kept the link until its requests ended; if not, give a live peer a
+        // moment. Requests that do not end (a peer that vanished in the middle of a message) keep
+        // their memory with the worker: UCX must not write into freed buffers.
+        let deadline = Instant::now() + DROP_WAIT;
+        while !self.finish_teardown() && !self.lane.is_lost() && Instant::now() < deadline {
+            self.lane.worker.lock().progress();
+        }
+        if !self.finish_teardown() {
+            debug!("link {}: requests still in flight at drop (peer gone?); their memory stays with the worker", self.shared.id);
+            let credit = std::mem::replace(
+                &mut self.credit,
+                Box::new(CreditSend {
+                    status: SendStatus { owner: std::ptr::null(), done: AtomicBool::new(true), status: AtomicI32::new(0) },
+                    header: [0; protocol::CREDIT_HEADER_LEN],
+                    request: None,
+                }),
+            );
+            let memory = (
+                std::mem::take(&mut self.staged),
+                self.large_tx.take(),
+                self.large_rx.take(),
+                std::mem::take(&mut self.requests),
+                std::mem::take(&mut self.memory),
+                std::mem::take(&mut self.bounce),
+                credit,
+            );
+            self.leave_to_ucx(memory);
         }
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! | type | payload |
 //! |------|---------|
-//! | HELLO  | `version: u16, min_version: u16, capabilities: u32` — first frame, exactly once |
+//! | HELLO  | `version: u16, min_version: u16, capabilities: u32, host: u64, process: u64` — first frame, exactly once |
 //! | ADDR   | `tag id: u32, slots: u32, slot length: u32, max message: u32, address length: u32, UCX worker address` |
 //! | DATA   | stream bytes (before the switch to UCX) |
 //! | SWITCH | empty: the sender's later stream bytes travel over UCX |
@@ -28,8 +28,8 @@ use std::fmt;
 
 /// First bytes of every hadroNIO TCP stream.
 pub const MAGIC: [u8; 8] = [0x89, b'h', b'N', b'I', b'O', b'\r', b'\n', 0x1a];
-pub const VERSION: u16 = 1;
-pub const MIN_VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
+pub const MIN_VERSION: u16 = 2;
 /// Capability bit: this side can upgrade to UCX.
 pub const CAP_UCX: u32 = 1;
 /// Capability bit: this side requires authentication with a shared secret.
@@ -85,7 +85,7 @@ impl FrameType {
     /// Allowed payload lengths of this frame type.
     fn length_range(self) -> (usize, usize) {
         match self {
-            FrameType::Hello => (8, 8),
+            FrameType::Hello => (HELLO_LEN, HELLO_LEN),
             FrameType::Addr => (21, MAX_CONTROL_FRAME),
             FrameType::Data => (1, MAX_DATA_FRAME),
             FrameType::Switch => (0, 0),
@@ -155,36 +155,47 @@ fn be_u64(bytes: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// Length of a HELLO payload.
+pub const HELLO_LEN: usize = 24;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {
     pub version: u16,
     pub min_version: u16,
     pub capabilities: u32,
+    /// The sender's host: a digest of its kernel's boot id (0 if unknown).
+    pub host: u64,
+    /// The sender's process: a random number drawn once per process.
+    pub process: u64,
 }
 
 impl Hello {
-    pub fn ours(ucx: bool, auth: bool) -> Hello {
+    pub fn ours(ucx: bool, auth: bool, host: u64, process: u64) -> Hello {
         let capabilities = if ucx { CAP_UCX } else { 0 } | if auth { CAP_AUTH } else { 0 };
-        Hello { version: VERSION, min_version: MIN_VERSION, capabilities }
+        Hello { version: VERSION, min_version: MIN_VERSION, capabilities, host, process }
     }
 
-    pub fn encode(&self) -> [u8; 8] {
-        let mut out = [0u8; 8];
+    pub fn encode(&self) -> [u8; HELLO_LEN] {
+        let mut out = [0u8; HELLO_LEN];
         out[0..2].copy_from_slice(&self.version.to_be_bytes());
         out[2..4].copy_from_slice(&self.min_version.to_be_bytes());
         out[4..8].copy_from_slice(&self.capabilities.to_be_bytes());
+        out[8..16].copy_from_slice(&self.host.to_be_bytes());
+        out[16..24].copy_from_slice(&self.process.to_be_bytes());
         out
     }
 
     /// Decodes a peer's HELLO and checks that its version range includes ours.
     pub fn decode(payload: &[u8]) -> Result<Hello, ProtocolError> {
-        if payload.len() != 8 {
+        if payload.len() != HELLO_LEN {
             return err(format!("HELLO of {} bytes", payload.len()));
         }
         let hello = Hello {
             version: u16::from_be_bytes([payload[0], payload[1]]),
             min_version: u16::from_be_bytes([payload[2], payload[3]]),
             capabilities: be_u32(payload, 4),
+            host: be_u64(payload, 8),
+            process: be_u64(payload, 16),
         };
         if hello.min_version > hello.version {
             return err(format!("HELLO with version range {}..={}", hello.min_version, hello.version));
@@ -368,14 +379,18 @@ mod tests {
 
     #[test]
     fn hello_negotiation() {
-        let ours = Hello::ours(true, true);
+        let ours = Hello::ours(true, true, 0x0123_4567_89ab_cdef, u64::MAX - 1);
         assert_eq!(ours.capabilities, CAP_UCX | CAP_AUTH);
         assert_eq!(Hello::decode(&ours.encode()).unwrap(), ours);
-        let future = Hello { version: 7, min_version: 5, capabilities: 0 };
+        assert_eq!(ours.encode()[8..16], 0x0123_4567_89ab_cdefu64.to_be_bytes());
+        let future = Hello { version: 7, min_version: 5, ..ours };
         assert!(Hello::decode(&future.encode()).unwrap_err().0.contains("versions 5..=7"));
-        let inverted = Hello { version: 1, min_version: 2, capabilities: 0 };
+        let old = Hello { version: 1, min_version: 1, ..ours };
+        assert!(Hello::decode(&old.encode()).unwrap_err().0.contains("versions 1..=1"));
+        let inverted = Hello { version: 2, min_version: 3, ..ours };
         assert!(Hello::decode(&inverted.encode()).is_err());
-        assert!(Hello::decode(&[0; 7]).is_err());
+        assert!(Hello::decode(&[0; HELLO_LEN - 1]).is_err());
+        assert!(Hello::decode(&[0; 8]).is_err());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
-use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
+use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 use ucx1_sys as sys;
 
 /// The UCX API version these bindings were generated from; the runtime must be at least this.
@@ -344,6 +344,9 @@ pub struct Worker {
     lock: ReentrantMutex<()>,
     event_fd: c_int,
     address: Vec<u8>,
+    /// Memory that requests of this worker may still write (see [`Worker::keep_until_destroyed`]);
+    /// dropped after the worker is destroyed.
+    kept: Mutex<Vec<Box<dyn Send>>>,
 }
 
 // SAFETY: the worker runs in single-thread mode and every use goes through `lock`, which serialises
@@ -375,6 +378,7 @@ impl Worker {
             lock: ReentrantMutex::new(()),
             event_fd: -1,
             address: Vec::new(),
+            kept: Mutex::new(Vec::new()),
         };
         let mut fd: c_int = -1;
         // SAFETY: `handle` is the worker just created; `fd` receives its event fd.
@@ -416,6 +420,18 @@ impl Worker {
 
     pub fn context(&self) -> &Arc<Context> {
         &self.context
+    }
+
+    /// Keeps `memory` (buffers and completion flags of requests that never ended, with what
+    /// their callbacks touch) until this worker is destroyed: after `ucp_worker_destroy` UCX no
+    /// longer writes to it, whatever became of the peer.
+    pub fn keep_until_destroyed(&self, memory: Box<dyn Send>) {
+        self.kept.lock().push(memory);
+    }
+
+    /// Whether the worker keeps memory of unfinished requests.
+    pub fn keeps_memory(&self) -> bool {
+        !self.kept.lock().is_empty()
     }
 }
 
@@ -540,8 +556,8 @@ impl WorkerLock<'_> {
                 request.free(self);
                 if !done {
                     // UCX may still write into the buffer: it must never be reused or freed.
-                    warn!("an unread UCX message did not arrive in time; its buffer is left to UCX");
-                    std::mem::forget(std::mem::take(scratch));
+                    warn!("an unread UCX message did not arrive in time; its buffer stays with the worker");
+                    self.worker.keep_until_destroyed(Box::new(std::mem::take(scratch)));
                     return drained;
                 }
             }
@@ -591,6 +607,8 @@ impl Drop for Worker {
         // SAFETY: every endpoint holds an `Arc<Worker>`, so none is left; no other thread can hold
         // the lock of a worker that is being dropped.
         unsafe { sys::ucp_worker_destroy(self.handle) };
+        // Only now: requests cancelled by the destruction ran their callbacks into it.
+        self.kept.get_mut().clear();
     }
 }
 

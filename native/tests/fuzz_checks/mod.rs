@@ -49,7 +49,8 @@ const T_AUTH: u8 = 7;
 /// Allowed payload lengths of a frame type, from the frame table of the protocol documentation.
 fn documented_length_range(kind: u8) -> Option<(usize, usize)> {
     match kind {
-        T_HELLO => Some((8, 8)),
+        // Versions and capabilities (8 bytes), host and process (8 bytes each).
+        T_HELLO => Some((24, 24)),
         // 20 bytes of fields and a worker address of at least one byte.
         T_ADDR => Some((21, protocol::MAX_CONTROL_FRAME)),
         T_DATA => Some((1, protocol::MAX_DATA_FRAME)),
@@ -100,14 +101,14 @@ fn check_header(bytes: &[u8; FRAME_HEADER_LEN]) -> Option<protocol::FrameHeader>
     }
 }
 
-/// `Hello::decode`: accepted exactly for 8 bytes whose version range is well-formed and overlaps
+/// `Hello::decode`: accepted exactly for 24 bytes whose version range is well-formed and overlaps
 /// ours; an accepted HELLO re-encodes to the same bytes.
 pub fn hello(data: &[u8]) {
     let _ = check_hello(data);
 }
 
 fn check_hello(payload: &[u8]) -> Option<Hello> {
-    let valid = payload.len() == 8 && {
+    let valid = payload.len() == 24 && {
         let (version, min_version) = (be16(payload, 0), be16(payload, 2));
         min_version <= version && version >= protocol::MIN_VERSION && min_version <= protocol::VERSION
     };

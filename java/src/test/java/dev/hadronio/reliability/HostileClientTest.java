@@ -121,9 +121,10 @@ public class HostileClientTest {
         return concat(header(type, payload.length), payload);
     }
 
+    /** A HELLO from a process on an unknown host (host 0). */
     static byte[] hello(int version, int minVersion, int capabilities) {
-        return frame(HELLO, ByteBuffer.allocate(8).putShort((short) version).putShort((short) minVersion)
-                .putInt(capabilities).array());
+        return frame(HELLO, ByteBuffer.allocate(24).putShort((short) version).putShort((short) minVersion)
+                .putInt(capabilities).putLong(0).putLong(0x5eedL).array());
     }
 
     static byte[] addr(byte[] workerAddress) {
@@ -154,7 +155,7 @@ public class HostileClientTest {
     }
 
     static List<Case> cases() {
-        byte[] goodHello = hello(1, 1, 1);
+        byte[] goodHello = hello(2, 2, 1);
         List<Case> cases = new ArrayList<>();
         byte[] text = "GET / HTTP/1.0\r\nHost: hadronio\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
         cases.add(new Case("http request", text, Ending.KEEP_OPEN, Expect.PLAIN, null, "served as plain TCP"));
@@ -173,7 +174,7 @@ public class HostileClientTest {
         cases.add(new Case("greeting, then FIN", MAGIC, Ending.FIN, Expect.FAIL,
                 "before its HELLO", "failed during the hadroNIO handshake"));
         cases.add(new Case("truncated HELLO, then FIN", concat(MAGIC, Arrays.copyOf(goodHello, 11)), Ending.FIN,
-                Expect.FAIL, "in the middle of a Hello frame: 3 of 8 bytes", "failed during the hadroNIO handshake"));
+                Expect.FAIL, "in the middle of a Hello frame: 3 of 24 bytes", "failed during the hadroNIO handshake"));
         cases.add(new Case("truncated frame header, then RST", concat(MAGIC, Arrays.copyOf(goodHello, 5)),
                 Ending.RESET, Expect.FAIL, "in the middle of a frame header: 5 of 8 bytes",
                 "failed during the hadroNIO handshake"));
@@ -185,8 +186,11 @@ public class HostileClientTest {
                 Ending.KEEP_OPEN, Expect.FAIL, "Addr frame of 16777216 bytes", "Addr frame of 16777216 bytes"));
         cases.add(new Case("oversized DATA length", concat(MAGIC, goodHello, header(DATA, 1 << 30)),
                 Ending.KEEP_OPEN, Expect.FAIL, "Data frame of 1073741824 bytes", "Data frame of 1073741824 bytes"));
-        cases.add(new Case("HELLO with flags", concat(MAGIC, new byte[] {HELLO, 1, 0, 0, 0, 0, 0, 8}, u64(0)),
+        cases.add(new Case("HELLO with flags", concat(MAGIC, new byte[] {HELLO, 1, 0, 0, 0, 0, 0, 24}, new byte[24]),
                 Ending.KEEP_OPEN, Expect.FAIL, "non-zero flags", "non-zero flags"));
+        byte[] helloVersion1 = ByteBuffer.allocate(8).putShort((short) 1).putShort((short) 1).putInt(1).array();
+        cases.add(new Case("protocol version 1 HELLO", concat(MAGIC, frame(HELLO, helloVersion1)), Ending.KEEP_OPEN,
+                Expect.FAIL, "Hello frame of 8 bytes (allowed 24..=24)", "Hello frame of 8 bytes (allowed 24..=24)"));
         cases.add(new Case("wrong version", concat(MAGIC, hello(7, 7, 1)), Ending.KEEP_OPEN, Expect.FAIL,
                 "peer speaks protocol versions 7..=7", "peer speaks protocol versions 7..=7"));
         cases.add(new Case("version 0", concat(MAGIC, hello(0, 0, 1)), Ending.KEEP_OPEN, Expect.FAIL,
