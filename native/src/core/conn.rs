@@ -858,14 +858,23 @@ impl Conn {
     /// socket that timed out (the peer stopped answering: link down, host gone) fails the whole
     /// connection: nothing more will come over UCX either.
     fn control_recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
-        match e.raw_os_error() {
-            Some(libc::ECONNRESET) | Some(libc::ECONNABORTED) => {
+        match Self::control_error(state, &e) {
+            None => {
                 state.rx.eof = true;
                 Ok(())
             }
+            Some(error) => Err(error),
+        }
+    }
+
+    /// The error a failed control socket fails the connection with; `None` for a reset (the
+    /// peer's stream just ends there).
+    fn control_error(state: &State, e: &std::io::Error) -> Option<Error> {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::ECONNABORTED) | Some(libc::EPIPE) => None,
             Some(libc::ETIMEDOUT) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) | Some(libc::EHOSTDOWN)
             | Some(libc::ENETDOWN) => {
-                let text = Error::io("", &e).message;
+                let text = Error::io("", e).message;
                 let why = match state.user_keepalive {
                     Some(_) => format!(
                         "the peer did not answer on the control connection for {} ms (hadronio.livenessMillis)",
@@ -873,9 +882,25 @@ impl Conn {
                     ),
                     None => String::from("the peer did not answer on the control connection"),
                 };
-                Err(Error::new(Status::Io, format!("{text}: {why}")))
+                Some(Error::new(Status::Io, format!("{text}: {why}")))
             }
-            _ => Err(Error::io("", &e)),
+            _ => Some(Error::io("", e)),
+        }
+    }
+
+    /// Fails a write to a hadroNIO peer whose control socket was reset or failed, looking at the
+    /// socket's state rather than reading it: bytes the peer sent before may still wait there,
+    /// ahead of the reset, and stay readable (the kernel fails writes to a reset connection
+    /// while its received bytes can still be read, too).
+    fn check_control(state: &State) -> Result<()> {
+        let Some(socket) = &state.socket else { return Ok(()) };
+        if !socket.hung_up() {
+            return Ok(());
+        }
+        let error = socket.take_error().ok().flatten();
+        match error.and_then(|e| Self::control_error(state, &e)) {
+            Some(error) => Err(error),
+            None => Err(Error::new(Status::Reset, "Connection reset by peer")),
         }
     }
 
@@ -1214,6 +1239,9 @@ impl Conn {
         if state.proto == Proto::Unknown || (state.proto == Proto::Hadronio && !state.tx.switched) {
             // Take the peer's HELLO/ADDR so that we switch to UCX as soon as possible.
             self.pump(state, None)?;
+            if state.proto == Proto::Hadronio && !state.rx.eof {
+                Self::check_control(state)?;
+            }
         } else if state.proto == Proto::Hadronio && !state.rx.eof {
             // Now and then look at the control socket so that writes to a peer that closed fail
             // (as they do with the kernel) even when nobody else watches the socket.
@@ -1221,6 +1249,9 @@ impl Conn {
             if now.duration_since(state.tcp_checked) >= TCP_CHECK_INTERVAL {
                 state.tcp_checked = now;
                 self.pump(state, None)?;
+                if !state.rx.eof {
+                    Self::check_control(state)?;
+                }
             }
         }
         if state.proto == Proto::Hadronio && state.rx.eof {

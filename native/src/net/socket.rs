@@ -360,6 +360,15 @@ impl Socket {
         result > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
     }
 
+    /// Whether the connection is over in both directions or failed (the peer reset it, or it
+    /// timed out), whatever may still wait in the receive queue.
+    pub fn hung_up(&self) -> bool {
+        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events: 0, revents: 0 };
+        // SAFETY: one valid `pollfd` on the stack, no waiting.
+        let result = unsafe { libc::poll(&mut fd, 1, 0) };
+        result > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR) != 0
+    }
+
     /// Closes abortively: the kernel sends RST instead of FIN.
     pub fn close_with_reset(self) {
         let _ = self.set_linger(Some(0));

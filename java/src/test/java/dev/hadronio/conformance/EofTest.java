@@ -13,6 +13,8 @@ import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.AsynchronousCloseException;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.List;
@@ -216,6 +218,49 @@ public class EofTest extends AbstractConformanceTest {
         } catch (IOException e) {
             assertFalse("after the data: a reset, not " + e, e instanceof ClosedChannelException);
         }
+    }
+
+    /**
+     * The first write after the peer reset the connection fails, even when the bytes the peer sent
+     * before the reset still wait unread, and those bytes stay readable. The client is a
+     * non-blocking channel of a selector (as netty's are) that neither selects nor reads until it
+     * writes, so with hadroNIO the server's bytes are still ahead of the reset in the TCP stream.
+     */
+    @Test
+    public void firstWriteAfterPeerResetFailsWithItsBytesUnread() throws Exception {
+        ServerSocketChannel server = openServer();
+        Background<SocketChannel> acceptor = background("accept", () -> track(server.accept()));
+        Selector selector = track(provider.openSelector());
+        SocketChannel client = newClient();
+        client.configureBlocking(false);
+        SelectionKey key = client.register(selector, SelectionKey.OP_CONNECT);
+        if (!client.connect(server.getLocalAddress())) {
+            while (!client.finishConnect()) {
+                selector.select(100);
+                selector.selectedKeys().clear();
+            }
+        }
+        SocketChannel accepted = acceptor.join();
+        byte[] sent = new byte[100];
+        new Random(8).nextBytes(sent);
+        accepted.setOption(StandardSocketOptions.SO_LINGER, 0);
+        writeFully(accepted, ByteBuffer.wrap(sent));
+        accepted.close();
+        Thread.sleep(200);
+        IOException failure = assertThrows("the first write after the peer's reset fails", IOException.class,
+                () -> client.write(ByteBuffer.allocate(100)));
+        assertFalse("the failure is not a ClosedChannelException: " + failure,
+                failure instanceof ClosedChannelException);
+        key.interestOps(SelectionKey.OP_READ);
+        ByteBuffer received = ByteBuffer.allocate(sent.length);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+        while (received.hasRemaining() && System.nanoTime() - deadline < 0) {
+            selector.select(100);
+            selector.selectedKeys().clear();
+            int n = client.read(received);
+            assertTrue("read everything before the end (" + received.position() + " of 100 bytes)", n >= 0);
+        }
+        assertArrayEquals("the bytes written before the reset", sent, received.array());
     }
 
     /** Writes {@code size} bytes at a time until a write fails (or the wait ends); the failure, or null. */
