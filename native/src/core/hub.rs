@@ -702,9 +702,18 @@ impl Hub {
         if self.buried.load(Ordering::Acquire) {
             let mut graveyard = self.graveyard.lock();
             let before = graveyard.len();
-            // Past the limit the peer is not coming back: what UCX still references stays with
-            // the worker (see `Link::drop`).
-            graveyard.retain_mut(|(link, since)| !link.finish_teardown() && since.elapsed() < GRAVE_LIMIT);
+            graveyard.retain_mut(|(link, since)| {
+                if link.finish_teardown() {
+                    return false;
+                }
+                if since.elapsed() < GRAVE_LIMIT {
+                    return true;
+                }
+                // The peer is not coming back: what UCX still references stays with the worker
+                // (see `Link::drop`), which is not kept for reuse.
+                link.lane().mark_lost();
+                false
+            });
             self.buried.store(!graveyard.is_empty(), Ordering::Release);
             if graveyard.len() < before && self.local_count.load(Ordering::Acquire) > 0 {
                 self.locals_idle.store(true, Ordering::Release);
@@ -1206,5 +1215,23 @@ impl Background {
             let tick = until_timer.map_or(tick, |t| t.min(tick));
             self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_other_processes_of_this_host_get_lanes_of_their_own() {
+        let (host, process) = origin();
+        assert_eq!(origin(), (host, process), "drawn once per process");
+        let peer = |host, process| protocol::Hello::ours(true, false, host, process);
+        if host != 0 {
+            assert_eq!(local_peer(&peer(host, process ^ 1)), Some(process ^ 1));
+        }
+        assert_eq!(local_peer(&peer(host, process)), None, "this process");
+        assert_eq!(local_peer(&peer(host.wrapping_add(1), process ^ 1)), None, "another host");
+        assert_eq!(local_peer(&peer(0, process ^ 1)), None, "an unknown host");
     }
 }
