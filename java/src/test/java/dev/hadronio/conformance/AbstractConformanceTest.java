@@ -13,6 +13,8 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
@@ -117,6 +119,23 @@ public abstract class AbstractConformanceTest {
     /** The port a bound channel listens on. */
     static int portOf(ServerSocketChannel server) throws IOException {
         return ((InetSocketAddress) server.getLocalAddress()).getPort();
+    }
+
+    /**
+     * A new non-blocking client registered with {@code selector} and connected to {@code server}
+     * through it (OP_CONNECT, then {@code finishConnect()}); its key, still interested in OP_CONNECT.
+     */
+    protected SelectionKey connectThrough(Selector selector, ServerSocketChannel server) throws IOException {
+        SocketChannel client = newClient();
+        client.configureBlocking(false);
+        SelectionKey key = client.register(selector, SelectionKey.OP_CONNECT);
+        if (!client.connect(server.getLocalAddress())) {
+            while (!client.finishConnect()) {
+                selector.select(100);
+                selector.selectedKeys().clear();
+            }
+        }
+        return key;
     }
 
     /** A connected pair of blocking channels: {@code client} and the {@code server} side it was accepted as. */

@@ -231,15 +231,8 @@ public class EofTest extends AbstractConformanceTest {
         ServerSocketChannel server = openServer();
         Background<SocketChannel> acceptor = background("accept", () -> track(server.accept()));
         Selector selector = track(provider.openSelector());
-        SocketChannel client = newClient();
-        client.configureBlocking(false);
-        SelectionKey key = client.register(selector, SelectionKey.OP_CONNECT);
-        if (!client.connect(server.getLocalAddress())) {
-            while (!client.finishConnect()) {
-                selector.select(100);
-                selector.selectedKeys().clear();
-            }
-        }
+        SelectionKey key = connectThrough(selector, server);
+        SocketChannel client = (SocketChannel) key.channel();
         SocketChannel accepted = acceptor.join();
         byte[] sent = new byte[100];
         new Random(8).nextBytes(sent);

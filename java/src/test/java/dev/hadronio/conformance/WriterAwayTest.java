@@ -40,14 +40,8 @@ public class WriterAwayTest extends AbstractConformanceTest {
         int written = 0;
         try (Selector selector = provider.openSelector()) {
             // Used through the selector from the start, so the channel belongs to the selector.
-            SocketChannel client = newClient();
-            client.configureBlocking(false);
-            SelectionKey key = client.register(selector, SelectionKey.OP_CONNECT);
-            if (!client.connect(server.getLocalAddress())) {
-                while (!client.finishConnect()) {
-                    selector.select(100);
-                }
-            }
+            SelectionKey key = connectThrough(selector, server);
+            SocketChannel client = (SocketChannel) key.channel();
             SocketChannel accepted = acceptor.join();
             key.interestOps(SelectionKey.OP_WRITE);
             // A first byte, and time for hadroNIO's upgrade: the bytes below then wait for
