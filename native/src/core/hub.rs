@@ -121,12 +121,12 @@ impl Lane {
         let lock = worker.lock();
         // SAFETY: as required of the caller; the handler only touches the hub's links table and
         // atomics.
-        unsafe { lock.set_am_handler(super::protocol::AM_CREDIT, link::credit_received, sink) }
+        unsafe { lock.set_am_handler(protocol::AM_CREDIT, link::credit_received, sink) }
             // SAFETY: the departures list is kept by the lane (and the endpoints) until after the
             // worker; the handler only pushes to it.
             .and_then(|()| unsafe {
                 lock.set_am_handler(
-                    super::protocol::AM_GOODBYE,
+                    protocol::AM_GOODBYE,
                     link::goodbye_received,
                     Arc::as_ptr(endpoints.departures()) as *mut c_void,
                 )
@@ -156,7 +156,7 @@ impl Lane {
 
     /// Whether the worker can serve another connection: nothing points to a dead peer.
     fn healthy(&self) -> bool {
-        !self.lost.load(Ordering::Acquire) && !self.endpoints.departures().lost() && !self.worker.keeps_memory()
+        !self.is_lost() && !self.endpoints.departures().lost() && !self.worker.keeps_memory()
     }
 }
 
@@ -168,7 +168,7 @@ impl Drop for Lane {
                 // The credit handler's argument goes with the hub; the goodbye handler's (the
                 // departures list) goes with the endpoints.
                 // SAFETY: the handler ignores its (null) argument.
-                let reset = unsafe { self.worker.lock().set_am_handler(super::protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
+                let reset = unsafe { self.worker.lock().set_am_handler(protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
                 match reset {
                     Ok(()) => {
                         spare.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
@@ -198,19 +198,7 @@ fn take_spare() -> Option<Spare> {
 /// Whether the worker has events it cannot deliver: arming it keeps failing while progress finds
 /// nothing. (A healthy worker may refuse once or twice: arming first drains its event fd.)
 fn worker_stuck(worker: &Worker) -> bool {
-    let lock = worker.lock();
-    for _ in 0..=STUCK_ROUNDS {
-        while lock.progress() > 0 {}
-        match lock.arm() {
-            Ok(true) => return false,
-            Ok(false) => {}
-            Err(e) => {
-                debug!("{e}");
-                return true;
-            }
-        }
-    }
-    true
+    (0..=STUCK_ROUNDS).all(|_| arm_worker(worker) == Armed::Stuck)
 }
 
 /// This process as its HELLO names it: `(host, process)`, see [`protocol::Hello`].
@@ -259,9 +247,9 @@ impl Armed {
     }
 }
 
-/// Arms one lane's worker.
-fn arm_lane(lane: &Lane) -> Armed {
-    let lock = lane.worker.lock();
+/// Arms a worker.
+fn arm_worker(worker: &Worker) -> Armed {
+    let lock = worker.lock();
     match lock.arm() {
         Ok(true) => Armed::Yes,
         Ok(false) if lock.progress() > 0 => Armed::Busy,
@@ -839,7 +827,7 @@ impl Hub {
     fn arm(&self) -> Armed {
         let mut armed = Armed::Yes;
         let mut arm = |lane: &Lane| {
-            armed = armed.and(arm_lane(lane));
+            armed = armed.and(arm_worker(&lane.worker));
             armed != Armed::Busy
         };
         self.each_lane(&mut arm);
