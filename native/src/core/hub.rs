@@ -833,8 +833,14 @@ impl Hub {
         self.each_lane(&mut arm);
         if self.nested_count.load(Ordering::Acquire) > 0 {
             for (hub, _) in self.nested.lock().iter() {
-                if let Some(_leader) = hub.leader.try_lock() {
+                if let Some(leader) = hub.leader.try_lock() {
                     hub.each_lane(&mut arm);
+                    drop(leader);
+                    // A thread that found the leadership taken meanwhile must learn that it is
+                    // free again (as after `poll`).
+                    if hub.followers.load(Ordering::SeqCst) > 0 {
+                        hub.signal();
+                    }
                 }
             }
         }
