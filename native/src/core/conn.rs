@@ -1143,11 +1143,16 @@ impl Conn {
                     self.ensure_bound(&mut state)?;
                 }
                 Self::assume_ready_unbound(&self.hub, &mut state);
+                let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());
                 let result = self.read_now(&mut state, &mut dst, allow_user);
                 match result {
                     Ok(0) => {}
                     Ok(n) => {
+                        let unblocked = blocked && state.link.as_ref().is_some_and(|l| l.writable());
                         drop(state);
+                        if unblocked {
+                            self.writers_may_go();
+                        }
                         return Ok(n);
                     }
                     Err(e) if e.status == Status::Reset && !drained && state.link.is_some() => {
@@ -1197,6 +1202,15 @@ impl Conn {
                     }
                 }
             }
+        }
+    }
+
+    /// The messages a read consumed carried the credits a full send buffer waited for: its bytes
+    /// went out, and a writer waiting for room (or a selector, for OP_WRITE) must look again.
+    fn writers_may_go(&self) {
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_waiters();
         }
     }
 

@@ -634,6 +634,13 @@ impl Hub {
         }
     }
 
+    /// Makes every thread waiting in this hub check its condition again: the one asleep in
+    /// epoll, and those following it.
+    pub fn wake_waiters(&self) {
+        self.wake();
+        self.signal();
+    }
+
     /// Wakes the hub even if nobody sleeps right now (the next sleep returns at once).
     pub fn wake_always(&self) {
         self.wake.notify();

@@ -652,6 +652,7 @@ impl Link {
     /// same cursor).
     pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
+        let credits = self.tx.peer_consumed();
         let worker = self.lane.worker.clone();
         let mut lock = None;
         while dst.remaining() > 0 {
@@ -726,6 +727,12 @@ impl Link {
             }
         }
         let read = dst.moved() - start;
+        if self.tx.peer_consumed() > credits && self.staged.iter().any(|b| !b.posted) {
+            // The messages read carried credits that staged bytes were waiting for (a writer
+            // blocked on a full send buffer would otherwise wait for the next credit message).
+            let lock = lock.get_or_insert_with(|| worker.lock());
+            self.post_staged(lock)?;
+        }
         if self.rx.should_report() {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
