@@ -149,3 +149,44 @@ fn large_writes_arrive_whole_with_small_and_large_reads() {
     client.close();
     server.close();
 }
+
+/// Credits that come back on the peer's messages let the bytes staged for them go out as soon as
+/// the reader takes those messages: with the send buffer full, the connection turns writable
+/// again without a credit message or another write (a writer blocked on it, while another thread
+/// reads, would otherwise wait for good).
+#[test]
+fn credits_on_read_messages_send_the_staged_bytes() {
+    use hadronio::core::selector::OP_WRITE;
+    let (client, server) = connected_pair();
+    // A round trip: both sides on UCX, and every message so far consumed and reported.
+    let mut byte = [1u8];
+    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
+
+    // One slot's worth per write until the credits and the send buffer are used up.
+    let mut slot = vec![7u8; 16 * 1024];
+    let mut written = 0;
+    loop {
+        let n = client.write(&region(&mut slot), false).unwrap();
+        if n == 0 {
+            break;
+        }
+        written += n;
+    }
+    assert!(written > 8 * slot.len(), "the send buffer took bytes beyond the credits: {written}");
+    assert_eq!(client.ready_ops() & OP_WRITE, 0, "a full send buffer is not writable");
+
+    // The server consumes one message (too few for a credit message) and answers: its message
+    // carries the credit.
+    let mut message = vec![0u8; slot.len()];
+    assert_eq!(server.read(&region(&mut message), true, None).unwrap(), slot.len());
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_ne!(client.ready_ops() & OP_WRITE, 0, "the credit read with the answer freed room");
+
+    client.close();
+    server.close();
+}
