@@ -190,3 +190,46 @@ fn credits_on_read_messages_send_the_staged_bytes() {
     client.close();
     server.close();
 }
+
+/// Credits count when the message carrying them arrives, read or not: a writer blocked on a full
+/// send buffer goes on once the peer's answer is in, while nobody reads that answer (an echo
+/// server that stops reading until it can write again would otherwise wait for good).
+#[test]
+fn credits_on_unread_messages_send_the_staged_bytes() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let (client, server) = connected_pair();
+    let mut byte = [1u8];
+    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
+
+    let mut slot = vec![7u8; 16 * 1024];
+    while client.write(&region(&mut slot), false).unwrap() > 0 {}
+
+    // A blocking write now waits for room.
+    let (done, finished) = mpsc::channel();
+    let writer = {
+        let client = client.clone();
+        thread::spawn(move || {
+            let mut more = vec![8u8; 16 * 1024];
+            done.send(client.write(&region(&mut more), true).map_err(|e| e.to_string())).unwrap();
+        })
+    };
+    // The server consumes one message (too few for a credit message) and answers; the client
+    // leaves the answer unread.
+    let mut message = vec![0u8; slot.len()];
+    assert_eq!(server.read(&region(&mut message), true, None).unwrap(), slot.len());
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    let result = finished.recv_timeout(Duration::from_secs(20));
+    if result.is_err() {
+        // Unblock the writer so that the test ends with its failure.
+        client.close();
+    }
+    assert_eq!(result.expect("the credit in the unread answer freed room").unwrap(), 16 * 1024);
+    writer.join().unwrap();
+    client.close();
+    server.close();
+}

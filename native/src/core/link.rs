@@ -482,6 +482,8 @@ pub struct Link {
     credit_wanted: bool,
     /// The announced head message was checked (kind, piggybacked credits).
     head_checked: bool,
+    /// Slots from the head whose piggybacked credits were taken (see [`Link::harvest_credits`]).
+    harvested: usize,
     large_rx: Option<LargeRx>,
     rx_large_seq: u64,
     bounce: Vec<u8>,
@@ -537,6 +539,7 @@ impl Link {
             credit,
             credit_wanted: false,
             head_checked: false,
+            harvested: 0,
             large_rx: None,
             rx_large_seq: 0,
             bounce: Vec::new(),
@@ -749,6 +752,7 @@ impl Link {
         self.head = (self.head + 1) % self.shared.slots.len();
         self.head_offset = 0;
         self.head_checked = false;
+        self.harvested = self.harvested.saturating_sub(1);
         self.rx.on_consumed();
         Ok(())
     }
@@ -828,6 +832,31 @@ impl Link {
         if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
             request.free(&lock);
         }
+    }
+
+    /// Takes the credits piggybacked on messages that arrived but were not read yet. The peer
+    /// counts credits as reported once the message carrying them left, so they must count here
+    /// on arrival, as TCP's window updates do whatever the receiving application does: one that
+    /// stops reading until it can write again (an echo server under backpressure) would
+    /// otherwise wait for credits sitting in the messages it does not read.
+    fn harvest_credits(&mut self) -> Result<()> {
+        let slots = self.shared.slots.len();
+        while self.harvested < slots {
+            let slot = &self.shared.slots[(self.head + self.harvested) % slots];
+            if !slot.done.load(Ordering::Acquire) {
+                break;
+            }
+            if slot.status.load(Ordering::Relaxed) == 0 {
+                let (dest, kind, low) = protocol::split_tag(slot.tag.load(Ordering::Relaxed));
+                // Anything else is refused when the message is read (`on_message_header`).
+                if dest == self.shared.id && (kind == protocol::KIND_DATA || kind == protocol::KIND_LARGE) {
+                    let consumed = protocol::unwrap_counter(self.tx.peer_consumed(), low);
+                    self.tx.on_consumed(consumed)?;
+                }
+            }
+            self.harvested += 1;
+        }
+        Ok(())
     }
 
     /// Checks the tag of a message at the head of the ring and takes its piggybacked credits.
@@ -1182,6 +1211,7 @@ impl Link {
         if reported > self.tx.peer_consumed() {
             self.tx.on_consumed(reported)?;
         }
+        self.harvest_credits()?;
         self.post_staged(lock)?;
         if self.credit_wanted {
             self.report_credits(lock)?;
