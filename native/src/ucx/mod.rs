@@ -206,6 +206,30 @@ impl Drop for CNumericLocale {
 /// transport headers take well under this).
 const MM_SEG_HEADROOM: usize = 256;
 
+/// Elements of a worker's shared-memory receive FIFO. Our endpoints get no RMA lane on one host
+/// (their description lists none), so rendezvous messages travel through this FIFO too, one
+/// segment per element: UCX's 64 fill up behind one large message, and the sender then polls
+/// until the receiver drains them (nothing wakes it). With more busy threads than cores that
+/// polling cost blocking connections over half their throughput. Each element costs a segment of
+/// shared memory per worker.
+const MM_FIFO_SIZE: usize = 128;
+
+/// Sets a UCX option unless the environment sets it (`UCX_<name>`).
+fn default_setting(config: *mut sys::ucp_config_t, name: &str, value: &str) {
+    if std::env::var_os(format!("UCX_{name}")).is_some() {
+        return;
+    }
+    let (Ok(c_name), Ok(c_value)) = (CString::new(name), CString::new(value)) else {
+        return;
+    };
+    // SAFETY: `config` is a valid configuration from `ucp_config_read`; both strings are
+    // NUL-terminated.
+    let status = unsafe { sys::ucp_config_modify(config, c_name.as_ptr(), c_value.as_ptr()) };
+    if Status(status as i8) != Status::OK {
+        warn!("could not set UCX {name}={value}: {}", Status(status as i8));
+    }
+}
+
 /// Owner of a `ucp_context_h`.
 pub struct Context {
     handle: sys::ucp_context_h,
@@ -231,24 +255,11 @@ impl Context {
             sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
         })?;
         // Shared memory must stay usable on endpoints with peer error handling.
-        if std::env::var_os("UCX_MM_ERROR_HANDLING").is_none() {
-            let name = CString::new("MM_ERROR_HANDLING").unwrap_or_default();
-            let value = CString::new("y").unwrap_or_default();
-            // SAFETY: `config` is a valid configuration; both strings are NUL-terminated.
-            let status = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
-            if Status(status as i8) != Status::OK {
-                warn!("could not set UCX MM_ERROR_HANDLING=y: {}", Status(status as i8));
-            }
+        default_setting(config, "MM_ERROR_HANDLING", "y");
+        if eager_message > 0 {
+            default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
         }
-        if eager_message > 0 && std::env::var_os("UCX_MM_SEG_SIZE").is_none() {
-            let name = CString::new("MM_SEG_SIZE").unwrap_or_default();
-            let value = CString::new((eager_message + MM_SEG_HEADROOM).to_string()).unwrap_or_default();
-            // SAFETY: as above.
-            let status = unsafe { sys::ucp_config_modify(config, name.as_ptr(), value.as_ptr()) };
-            if Status(status as i8) != Status::OK {
-                warn!("could not set UCX MM_SEG_SIZE: {}", Status(status as i8));
-            }
-        }
+        default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
         params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES
