@@ -150,6 +150,40 @@ fn large_writes_arrive_whole_with_small_and_large_reads() {
     server.close();
 }
 
+/// Length of the writes that fill a send buffer in [`full_send_buffer`] (one slot).
+const SLOT: usize = 16 * 1024;
+
+/// A pair on UCX whose client has used up its credits and filled its send buffer with writes of
+/// [`SLOT`] bytes; returns how many bytes the client took. A round trip first puts both sides on
+/// UCX with every message so far consumed and reported.
+fn full_send_buffer() -> (Arc<Conn>, Arc<Conn>, usize) {
+    let (client, server) = connected_pair();
+    let mut byte = [1u8];
+    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
+    let mut slot = vec![7u8; SLOT];
+    let mut written = 0;
+    loop {
+        let n = client.write(&region(&mut slot), false).unwrap();
+        if n == 0 {
+            return (client, server, written);
+        }
+        written += n;
+    }
+}
+
+/// The server consumes one of the client's messages (too few for a credit message) and answers
+/// with one byte: its message carries the credit.
+fn answer_one_message(server: &Conn) {
+    let mut message = vec![0u8; SLOT];
+    assert_eq!(server.read(&region(&mut message), true, None).unwrap(), SLOT);
+    let mut byte = [2u8];
+    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+}
+
 /// Credits that come back on the peer's messages let the bytes staged for them go out as soon as
 /// the reader takes those messages: with the send buffer full, the connection turns writable
 /// again without a credit message or another write (a writer blocked on it, while another thread
@@ -157,33 +191,12 @@ fn large_writes_arrive_whole_with_small_and_large_reads() {
 #[test]
 fn credits_on_read_messages_send_the_staged_bytes() {
     use hadronio::core::selector::OP_WRITE;
-    let (client, server) = connected_pair();
-    // A round trip: both sides on UCX, and every message so far consumed and reported.
-    let mut byte = [1u8];
-    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
-
-    // One slot's worth per write until the credits and the send buffer are used up.
-    let mut slot = vec![7u8; 16 * 1024];
-    let mut written = 0;
-    loop {
-        let n = client.write(&region(&mut slot), false).unwrap();
-        if n == 0 {
-            break;
-        }
-        written += n;
-    }
-    assert!(written > 8 * slot.len(), "the send buffer took bytes beyond the credits: {written}");
+    let (client, server, written) = full_send_buffer();
+    assert!(written > 8 * SLOT, "the send buffer took bytes beyond the credits: {written}");
     assert_eq!(client.ready_ops() & OP_WRITE, 0, "a full send buffer is not writable");
 
-    // The server consumes one message (too few for a credit message) and answers: its message
-    // carries the credit.
-    let mut message = vec![0u8; slot.len()];
-    assert_eq!(server.read(&region(&mut message), true, None).unwrap(), slot.len());
-    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    answer_one_message(&server);
+    let mut byte = [0u8];
     assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
     assert_ne!(client.ready_ops() & OP_WRITE, 0, "the credit read with the answer freed room");
 
@@ -198,37 +211,25 @@ fn credits_on_read_messages_send_the_staged_bytes() {
 fn credits_on_unread_messages_send_the_staged_bytes() {
     use std::sync::mpsc;
     use std::time::Duration;
-    let (client, server) = connected_pair();
-    let mut byte = [1u8];
-    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
-
-    let mut slot = vec![7u8; 16 * 1024];
-    while client.write(&region(&mut slot), false).unwrap() > 0 {}
+    let (client, server, _) = full_send_buffer();
 
     // A blocking write now waits for room.
     let (done, finished) = mpsc::channel();
     let writer = {
         let client = client.clone();
         thread::spawn(move || {
-            let mut more = vec![8u8; 16 * 1024];
+            let mut more = vec![8u8; SLOT];
             done.send(client.write(&region(&mut more), true).map_err(|e| e.to_string())).unwrap();
         })
     };
-    // The server consumes one message (too few for a credit message) and answers; the client
-    // leaves the answer unread.
-    let mut message = vec![0u8; slot.len()];
-    assert_eq!(server.read(&region(&mut message), true, None).unwrap(), slot.len());
-    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+    // The client leaves the answer unread.
+    answer_one_message(&server);
     let result = finished.recv_timeout(Duration::from_secs(20));
     if result.is_err() {
         // Unblock the writer so that the test ends with its failure.
         client.close();
     }
-    assert_eq!(result.expect("the credit in the unread answer freed room").unwrap(), 16 * 1024);
+    assert_eq!(result.expect("the credit in the unread answer freed room").unwrap(), SLOT);
     writer.join().unwrap();
     client.close();
     server.close();
