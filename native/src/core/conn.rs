@@ -1745,7 +1745,9 @@ impl Conn {
                 self.flush_socket(&mut state);
                 if state.input_shutdown || self.is_closed() {
                     self.discard_input(&mut state);
-                } else if !state.rx.switched || state.rx.fin.is_none() {
+                } else {
+                    // After a FIN too: whatever follows it is a violation, and the socket's end
+                    // bounds the wait for the UCX messages the FIN announced.
                     let before = state.rx.switched;
                     if let Err(e) = self.pump(&mut state, None) {
                         self.set_fatal(&mut state, e);
