@@ -19,6 +19,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use hadronio::config::Settings;
 use hadronio::core::conn::{Conn, OPT_SO_LINGER};
 use hadronio::core::credits::TxCredits;
 use hadronio::core::error::Status;
@@ -515,6 +516,9 @@ struct Harness {
 fn harness() -> &'static Harness {
     static HARNESS: OnceLock<Harness> = OnceLock::new();
     HARNESS.get_or_init(|| {
+        // Inputs whose FIN announces UCX messages that never come end after the liveness bound:
+        // keep it short so that each takes a moment, not seconds.
+        Settings::install(Settings { liveness_ms: 200, ..Settings::default() });
         let listener = Listener::open().unwrap();
         listener.bind(&"127.0.0.1:0".parse().unwrap(), 64).unwrap();
         let listener_addr = listener.local_addr().unwrap().unwrap();
