@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use crate::core::auth::Secret;
+use crate::rules::Rules;
 
 use crate::core::protocol::{MAX_SLOTS, MAX_SLOT_LEN, MIN_SLOT_LEN};
 
@@ -31,6 +32,11 @@ pub struct Settings {
     pub spare_workers: usize,
     /// Shared secret both sides of an upgrade must prove (none: no authentication).
     pub secret: Option<Secret>,
+    /// With a secret: how long a client holds its bytes waiting for a hadroNIO server's answer
+    /// to its offer before it treats the server as a plain one, in milliseconds.
+    pub offer_ms: u64,
+    /// Which connections may upgrade (`hadronio.rules`).
+    pub rules: Rules,
 }
 
 impl Default for Settings {
@@ -42,24 +48,36 @@ impl Default for Settings {
             spin_ns: 50_000,
             linger_ms: 30_000,
             ucx: true,
-            liveness_ms: 4000,
+            liveness_ms: 30_000,
             ipv6: crate::net::socket::ipv6_available(),
             spare_workers: 4,
             secret: None,
+            offer_ms: 200,
+            rules: Rules::default(),
         }
     }
 }
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 9] =
-    ["slots", "slotLength", "sendBufferLength", "spinNanos", "lingerMillis", "ucx", "ipv6", "livenessMillis", "spareWorkers"];
+pub const SETTING_NAMES: [&str; 10] = [
+    "slots",
+    "slotLength",
+    "sendBufferLength",
+    "spinNanos",
+    "lingerMillis",
+    "ucx",
+    "ipv6",
+    "livenessMillis",
+    "spareWorkers",
+    "offerMillis",
+];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
 impl Settings {
     /// Builds settings from the values in [`SETTING_NAMES`] order, checking every range.
-    pub fn from_values(values: &[i64], secret: Option<&[u8]>) -> Result<Settings, String> {
+    pub fn from_values(values: &[i64], secret: Option<&[u8]>, rules: &str) -> Result<Settings, String> {
         if values.len() != SETTING_NAMES.len() {
             return Err(format!("expected {} settings, got {}", SETTING_NAMES.len(), values.len()));
         }
@@ -82,6 +100,8 @@ impl Settings {
             liveness_ms: range(7, 0, 86_400_000)? as u64,
             spare_workers: range(8, 0, 64)? as usize,
             secret: secret.and_then(Secret::new),
+            offer_ms: range(9, 0, 60_000)? as u64,
+            rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
         })
     }
 
@@ -102,26 +122,28 @@ mod tests {
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4];
-        let s = Settings::from_values(&good, Some(b"x")).unwrap();
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200];
+        let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
         assert_eq!(s.spare_workers, 4);
         assert!(s.ucx && !s.ipv6);
         assert!(s.secret.is_some());
-        assert!(Settings::from_values(&good, Some(b"")).unwrap().secret.is_none());
+        assert!(Settings::from_values(&good, Some(b""), "").unwrap().secret.is_none());
         let mut bad = good;
         bad[0] = 1;
-        assert!(Settings::from_values(&bad, None).unwrap_err().contains("slots = 1"));
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("slots = 1"));
         let mut bad = good;
         bad[1] = 10;
-        assert!(Settings::from_values(&bad, None).unwrap_err().contains("slotLength"));
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("slotLength"));
         let mut bad = good;
         bad[7] = -1;
-        assert!(Settings::from_values(&bad, None).unwrap_err().contains("livenessMillis = -1"));
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("livenessMillis = -1"));
         let mut bad = good;
         bad[8] = 65;
-        assert!(Settings::from_values(&bad, None).unwrap_err().contains("spareWorkers = 65"));
-        assert!(Settings::from_values(&good[..3], None).is_err());
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("spareWorkers = 65"));
+        assert!(Settings::from_values(&good[..3], None, "").is_err());
+        let error = Settings::from_values(&good, None, "udp *").unwrap_err();
+        assert!(error.contains("hadronio.rules='udp *'") && error.contains("'udp' is not 'ucx' or 'tcp'"), "{error}");
     }
 }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod core;
 pub mod jni;
 pub mod net;
+pub mod rules;
 pub mod ucx;
 
 use std::os::raw::c_void;

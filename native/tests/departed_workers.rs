@@ -20,11 +20,11 @@ fn endpoints_to_departed_workers_are_closed() {
     for round in 0..3u8 {
         // The client's connection has a worker of its own, destroyed when the connection goes.
         let (client, server) = connected_to(&hub, &listener, round);
-        assert_eq!(hub.primary().unwrap().endpoints.len(), 1, "round {round}: one endpoint to the client's worker");
+        assert_eq!(hub.main_lane().unwrap().endpoints.len(), 1, "round {round}: one endpoint to the client's worker");
         close_pair(&client, &server);
         drop((client, server));
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !hub.primary().unwrap().endpoints.is_empty() {
+        while !hub.main_lane().unwrap().endpoints.is_empty() {
             assert!(Instant::now() < deadline, "round {round}: the endpoint to the departed worker is still open");
             hub.poll_now();
             thread::sleep(Duration::from_millis(1));

@@ -25,6 +25,23 @@ fn connected_pair() -> (Arc<Conn>, Arc<Conn>) {
     (client, server)
 }
 
+/// A connected pair after round trips until both sides switched to UCX (the upgrade takes a few
+/// round trips: offer, marks, greeting, probe).
+fn upgraded_pair() -> (Arc<Conn>, Arc<Conn>) {
+    let (client, server) = connected_pair();
+    for _ in 0..1000 {
+        let mut byte = [1u8];
+        assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
+        assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+        assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
+        assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+        if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
+            return (client, server);
+        }
+    }
+    panic!("no upgrade: client {}, server {}", client.describe(), server.describe());
+}
+
 fn read_all(conn: &Conn, expected: usize) -> Vec<u8> {
     let mut received = Vec::with_capacity(expected);
     let mut buf = vec![0u8; 70_000];
@@ -39,7 +56,7 @@ fn read_all(conn: &Conn, expected: usize) -> Vec<u8> {
 
 #[test]
 fn stream_upgrades_to_shared_memory_and_ends_cleanly() {
-    let (client, server) = connected_pair();
+    let (client, server) = upgraded_pair();
     let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
     let writer = {
         let client = client.clone();
@@ -157,13 +174,7 @@ const SLOT: usize = 16 * 1024;
 /// [`SLOT`] bytes; returns how many bytes the client took. A round trip first puts both sides on
 /// UCX with every message so far consumed and reported.
 fn full_send_buffer() -> (Arc<Conn>, Arc<Conn>, usize) {
-    let (client, server) = connected_pair();
-    let mut byte = [1u8];
-    assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
-    assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
-    assert!(client.describe().starts_with("ucx"), "{}", client.describe());
+    let (client, server) = upgraded_pair();
     let mut slot = vec![7u8; SLOT];
     let mut written = 0;
     loop {

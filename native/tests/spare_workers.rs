@@ -15,8 +15,8 @@ fn closed_channels_workers_are_reused() {
     let mut addresses = Vec::new();
     for round in 0..5u8 {
         let (client, server) = connected_to(&hub, &listener, round);
-        addresses.push(client.hub().unwrap().primary().unwrap().worker.address().to_vec());
-        assert_eq!(hub.primary().unwrap().endpoints.len(), 1, "round {round}: the server needs one endpoint only");
+        addresses.push(client.hub().unwrap().main_lane().unwrap().worker.address().to_vec());
+        assert_eq!(hub.main_lane().unwrap().endpoints.len(), 1, "round {round}: the server needs one endpoint only");
         close_pair(&client, &server);
     }
     assert!(addresses.windows(2).all(|w| w[0] == w[1]), "every client connection used the same worker");

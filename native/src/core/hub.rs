@@ -12,7 +12,6 @@
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::raw::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -21,13 +20,13 @@ use log::{debug, warn};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::conn::Conn;
-use super::link::{self, CreditSink, Departures, Endpoints, Link, Shared, Touched};
+use super::identity::Locality;
+use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, STUCK_ROUNDS};
+use super::link::{Link, Shared};
 use super::listener::Listener;
-use super::protocol;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
 use crate::net::socket::Socket;
-use crate::ucx::{Context, Worker};
 
 const TOKEN_WAKE: u64 = 1 << 56;
 const TOKEN_UCX: u64 = 2 << 56;
@@ -37,238 +36,15 @@ const TOKEN_NESTED: u64 = 5 << 56;
 const TOKEN_CLOSING: u64 = 6 << 56;
 const TOKEN_KIND: u64 = 0xFF << 56;
 
-/// Largest receive slot whose messages go through shared memory in one copy: UCX's segments are
-/// sized to hold it (larger slots use UCX's rendezvous, and segments that large would cost
-/// every worker megabytes).
-const EAGER_SLOT_MAX: u32 = 64 * 1024;
-
-/// The process-wide UCX context, created on first use (or the reason there is none).
-static CONTEXT: OnceLock<Result<Arc<Context>, String>> = OnceLock::new();
-
-pub fn ucx_context() -> Result<&'static Arc<Context>, String> {
-    CONTEXT
-        .get_or_init(|| {
-            let slot = settings().slot_len;
-            Context::new(if slot <= EAGER_SLOT_MAX { slot as usize } else { 0 }).map_err(|e| {
-                warn!("UCX is unavailable, connections stay on TCP: {e}");
-                e.to_string()
-            })
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// Connection and listener ids (also UCX tag ids), unique in the process so that a worker that
 /// moves to another hub never sees an id again whose messages may still arrive.
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
-/// Workers of dropped lanes, kept for the next lane: creating one costs milliseconds (it sets up
-/// shared-memory segments), and peers keep their endpoints to it, so a connection to a known
-/// peer needs no new endpoint either.
-static SPARE_WORKERS: Mutex<Vec<Spare>> = Mutex::new(Vec::new());
-
-/// A spare worker with what its endpoints refer to (they wake connections through `touched`).
-struct Spare {
-    worker: Arc<Worker>,
-    endpoints: Arc<Endpoints>,
-    touched: Arc<Touched>,
-}
-
-/// Most lanes a selector's hub opens for other processes on this host; connections of further
-/// processes share its main lane. Bounds what peers claiming ever new processes can make it
-/// allocate.
-const MAX_LOCAL_LANES: usize = 32;
-
-/// One UCX worker of a hub, with the endpoints it holds to peer workers and the ids of the
-/// connections its callbacks touched.
-///
-/// UCX's shared-memory transport delivers the messages of every process to a worker through one
-/// ring in shared memory, and a sender claims its place in the ring before it writes the message:
-/// a process killed in between leaves a place that is never completed, and the worker receives
-/// nothing more through shared memory, from anyone. So a selector's hub keeps each other process
-/// on this host on a lane of its own (a peer's process is named in its HELLO); its main lane
-/// serves peers on other hosts (their transports have no such ring) and this process. A
-/// blocking channel's hub has one connection and one lane.
-pub struct Lane {
-    /// Dropped before the worker: the endpoints close while it exists.
-    pub endpoints: Arc<Endpoints>,
-    pub worker: Arc<Worker>,
-    pub touched: Arc<Touched>,
-    /// The goodbye handler's argument (also held by `endpoints`); dropped after the worker.
-    _departures: Arc<Departures>,
-    /// The other process on this host whose connections this lane serves (`None`: the main lane).
-    key: Option<u64>,
-    /// Whether the worker may be kept as a spare when the lane goes.
-    reusable: bool,
-    /// A connection of this lane ended without the peer's FIN: its process may have died
-    /// writing into the worker's ring, so the worker is not kept for reuse.
-    lost: AtomicBool,
-}
-
-impl Lane {
-    /// A lane on a spare worker or a new one, with the credit handler taking `sink` (a
-    /// `Box<CreditSink>` that outlives the worker or is replaced before the worker is kept).
-    fn open(sink: *mut c_void, key: Option<u64>, reusable: bool) -> Result<Arc<Lane>, String> {
-        let (worker, endpoints, touched) = match take_spare() {
-            Some(spare) => (spare.worker, spare.endpoints, spare.touched),
-            None => {
-                let context = ucx_context()?;
-                (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
-            }
-        };
-        let lock = worker.lock();
-        // SAFETY: as required of the caller; the handler only touches the hub's links table and
-        // atomics.
-        unsafe { lock.set_am_handler(protocol::AM_CREDIT, link::credit_received, sink) }
-            // SAFETY: the departures list is kept by the lane (and the endpoints) until after the
-            // worker; the handler only pushes to it.
-            .and_then(|()| unsafe {
-                lock.set_am_handler(
-                    protocol::AM_GOODBYE,
-                    link::goodbye_received,
-                    Arc::as_ptr(endpoints.departures()) as *mut c_void,
-                )
-            })
-            .map_err(|e| e.to_string())?;
-        drop(lock);
-        Ok(Arc::new(Lane {
-            _departures: endpoints.departures().clone(),
-            endpoints,
-            worker,
-            touched,
-            key,
-            reusable,
-            lost: AtomicBool::new(false),
-        }))
-    }
-
-    /// Notes that a connection of this lane ended abortively (see `lost`).
-    pub fn mark_lost(&self) {
-        self.lost.store(true, Ordering::Release);
-    }
-
-    /// Whether a connection of this lane ended abortively.
-    pub fn is_lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
-    }
-
-    /// Whether the worker can serve another connection: nothing points to a dead peer.
-    fn healthy(&self) -> bool {
-        !self.is_lost() && !self.endpoints.departures().lost() && !self.worker.keeps_memory()
-    }
-}
-
-impl Drop for Lane {
-    fn drop(&mut self) {
-        if self.reusable && self.healthy() {
-            let mut spare = SPARE_WORKERS.lock();
-            if spare.len() < settings().spare_workers {
-                // The credit handler's argument goes with the hub; the goodbye handler's (the
-                // departures list) goes with the endpoints.
-                // SAFETY: the handler ignores its (null) argument.
-                let reset = unsafe { self.worker.lock().set_am_handler(protocol::AM_CREDIT, link::credit_ignored, std::ptr::null_mut()) };
-                match reset {
-                    Ok(()) => {
-                        spare.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
-                        return;
-                    }
-                    Err(e) => debug!("worker not kept: {e}"),
-                }
-            }
-        }
-        self.endpoints.goodbye(&self.worker);
-    }
-}
-
-/// A spare worker that can serve again: one whose ring a peer's death has left stuck (it has
-/// messages it never delivers) is destroyed instead.
-fn take_spare() -> Option<Spare> {
-    loop {
-        let spare = SPARE_WORKERS.lock().pop()?;
-        if !worker_stuck(&spare.worker) {
-            return Some(spare);
-        }
-        debug!("a spare UCX worker has undeliverable messages; destroyed");
-        spare.endpoints.goodbye(&spare.worker);
-    }
-}
-
-/// Whether the worker has events it cannot deliver: arming it keeps failing while progress finds
-/// nothing. (A healthy worker may refuse once or twice: arming first drains its event fd.)
-fn worker_stuck(worker: &Worker) -> bool {
-    (0..=STUCK_ROUNDS).all(|_| arm_worker(worker) == Armed::Stuck)
-}
-
-/// This process as its HELLO names it: `(host, process)`, see [`protocol::Hello`].
-pub fn origin() -> (u64, u64) {
-    static ORIGIN: OnceLock<(u64, u64)> = OnceLock::new();
-    *ORIGIN.get_or_init(|| {
-        let host = match std::fs::read("/proc/sys/kernel/random/boot_id") {
-            Ok(id) => protocol::worker_digest(id.trim_ascii()),
-            Err(e) => {
-                debug!("no boot id ({e}): every peer counts as remote");
-                0
-            }
-        };
-        let random = super::auth::challenge();
-        let mut process = [0u8; 8];
-        process.copy_from_slice(&random[..8]);
-        (host, u64::from_ne_bytes(process))
-    })
-}
-
-/// The process a peer runs in, when it is another process on this host (the key of its lane).
-pub fn local_peer(hello: &protocol::Hello) -> Option<u64> {
-    let (host, process) = origin();
-    (host != 0 && hello.host == host && hello.process != process).then_some(hello.process)
-}
-
-/// What arming a hub's workers before a sleep found.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Armed {
-    /// Every worker will signal its event fd: sleep.
-    Yes,
-    /// Events are pending: progress before sleeping.
-    Busy,
-    /// A worker has events that progress does not deliver (a dead peer's stuck ring, sends
-    /// waiting for a full peer): sleep, but look again after a while.
-    Stuck,
-}
-
-impl Armed {
-    fn and(self, other: Armed) -> Armed {
-        match (self, other) {
-            (Armed::Busy, _) | (_, Armed::Busy) => Armed::Busy,
-            (Armed::Stuck, _) | (_, Armed::Stuck) => Armed::Stuck,
-            _ => Armed::Yes,
-        }
-    }
-}
-
-/// Arms a worker.
-fn arm_worker(worker: &Worker) -> Armed {
-    let lock = worker.lock();
-    match lock.arm() {
-        Ok(true) => Armed::Yes,
-        Ok(false) if lock.progress() > 0 => Armed::Busy,
-        Ok(false) => Armed::Stuck,
-        Err(e) => {
-            warn!("{e}");
-            Armed::Stuck
-        }
-    }
-}
-
 /// How long a torn-down link may wait for UCX to end its requests before they are left to the
 /// worker (the peer vanished in the middle of a message).
 const GRAVE_LIMIT: Duration = Duration::from_secs(5);
-
-/// Consecutive stuck arms a leader spins through before it sleeps anyway: a sender that has
-/// claimed its place in a ring but not written yet looks stuck for a moment, and the first arm
-/// after events drains the event fd and fails although progress finds nothing.
-const STUCK_ROUNDS: u32 = 4;
 
 /// Bounds of a sleep with a stuck worker; it doubles while the worker stays stuck.
 const STUCK_SLEEP_MIN: Duration = Duration::from_millis(1);
@@ -335,15 +111,8 @@ pub struct Hub {
     /// (fields drop in order).
     graveyard: Mutex<Vec<(Link, Instant)>>,
     buried: AtomicBool,
-    /// The main lane (none without UCX). Lanes are declared before `credit_sink`: their workers
-    /// (and credit handlers) go first.
-    primary: Option<Arc<Lane>>,
-    /// Lanes of other processes on this host (selector hubs only), and how many.
-    locals: Mutex<Vec<Arc<Lane>>>,
-    local_count: AtomicUsize,
-    /// A connection was released: a local lane may have nobody left.
-    locals_idle: AtomicBool,
-    credit_sink: Option<Box<Box<CreditSink>>>,
+    /// The UCX workers, opened when a connection first needs one (none without UCX).
+    lanes: Option<Lanes>,
     epoll: Epoll,
     wake: EventFd,
     leader: Mutex<()>,
@@ -397,37 +166,23 @@ impl Hub {
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
-        let mut primary = None;
-        let mut credit_sink = None;
         // Without a UCX context (it said why, once) every connection stays on TCP.
-        if ucx && settings().ucx && ucx_context().is_ok() {
+        let lanes = (ucx && settings().ucx && lanes::context(Kind::Full).is_ok()).then(|| {
             let table = links.clone();
-            let sink: Box<Box<CreditSink>> = Box::new(Box::new(move |id: u32, consumed: u64| {
+            let sink: Arc<LinkSink> = Arc::new(move |id, notice| {
+                log::trace!("notice for link {id}: {notice:?}");
                 if let Some(shared) = table.lock().get(&id) {
-                    shared.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
-                    shared.touch();
+                    shared.on_notice(notice);
                 }
-            }));
-            // The sink is boxed, owned by the hub and dropped after its lanes (field order).
-            match Lane::open(Hub::sink_arg(&sink), None, !selector) {
-                Ok(lane) => {
-                    epoll.add(lane.worker.event_fd(), poller::READABLE, TOKEN_UCX)?;
-                    primary = Some(lane);
-                    credit_sink = Some(sink);
-                }
-                Err(e) => warn!("no UCX worker, connections stay on TCP: {e}"),
-            }
-        }
+            });
+            Lanes::new(selector, !selector, sink)
+        });
         let spin_ns = if background { 0 } else { settings().spin_ns };
-        Ok(Arc::new(Hub {
+        let hub = Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             graveyard: Mutex::default(),
             buried: AtomicBool::new(false),
-            primary,
-            locals: Mutex::default(),
-            local_count: AtomicUsize::new(0),
-            locals_idle: AtomicBool::new(false),
-            credit_sink,
+            lanes,
             epoll,
             wake,
             leader: Mutex::new(()),
@@ -452,11 +207,15 @@ impl Hub {
             background,
             progressed_ns: AtomicU64::new(0),
             created: Instant::now(),
-        }))
-    }
-
-    fn sink_arg(sink: &Box<Box<CreditSink>>) -> *mut c_void {
-        &**sink as *const Box<CreditSink> as *mut c_void
+        });
+        // The main lane's worker takes milliseconds to create: create it now, while the
+        // connection's negotiation runs, rather than when the greeting asks for it.
+        if hub.lanes.is_some() {
+            if let Err(e) = hub.lane(Locality::Remote) {
+                warn!("no UCX worker, connections stay on TCP: {e}");
+            }
+        }
+        Ok(hub)
     }
 
     pub fn is_selector(&self) -> bool {
@@ -465,74 +224,24 @@ impl Hub {
 
     /// Whether connections of this hub can upgrade to UCX.
     pub fn has_ucx(&self) -> bool {
-        self.primary.is_some()
+        self.lanes.is_some()
     }
 
-    /// The main lane (see [`Lane`]).
-    pub fn primary(&self) -> Option<&Arc<Lane>> {
-        self.primary.as_ref()
+    /// The lane for a connection whose peer runs at `locality` (see [`Lanes`]), opened if needed.
+    pub fn lane(&self, locality: Locality) -> Result<Arc<Lane>, String> {
+        let Some(lanes) = &self.lanes else { return Err(String::from("UCX unavailable on this side")) };
+        lanes.lane(locality, |fd| self.epoll.add(fd, poller::READABLE, TOKEN_UCX))
     }
 
-    /// The lane for a connection whose peer runs in the other process `local` of this host
-    /// (`None`: on another host, in this process, or not known to be local). Only a selector's
-    /// hub opens lanes per process.
-    pub fn lane(&self, local: Option<u64>) -> Result<Arc<Lane>, String> {
-        let (Some(primary), Some(sink)) = (&self.primary, &self.credit_sink) else {
-            return Err(String::from("UCX unavailable on this side"));
-        };
-        let Some(key) = local.filter(|_| self.selector) else { return Ok(primary.clone()) };
-        let mut locals = self.locals.lock();
-        if let Some(lane) = locals.iter().find(|l| l.key == Some(key)) {
-            return Ok(lane.clone());
-        }
-        if locals.len() >= MAX_LOCAL_LANES {
-            debug!("hub {}: {MAX_LOCAL_LANES} local lanes open; a connection shares the main lane", self.serial);
-            return Ok(primary.clone());
-        }
-        let lane = Lane::open(Hub::sink_arg(sink), Some(key), true)?;
-        self.epoll.add(lane.worker.event_fd(), poller::READABLE, TOKEN_UCX).map_err(|e| format!("epoll: {e}"))?;
-        locals.push(lane.clone());
-        self.local_count.store(locals.len(), Ordering::Release);
-        debug!("hub {}: lane {} for a process on this host", self.serial, locals.len());
-        Ok(lane)
+    /// The lane of peers on other hosts and in this process, if open.
+    pub fn main_lane(&self) -> Option<&Arc<Lane>> {
+        self.lanes.as_ref().and_then(Lanes::main)
     }
 
-    /// Calls `f` with every lane of this hub (the main one first) until it returns false.
-    fn each_lane(&self, mut f: impl FnMut(&Lane) -> bool) {
-        let Some(primary) = &self.primary else { return };
-        if !f(primary) || self.local_count.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let mut index = 0;
-        // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs.
-        while let Some(lane) = self.locals.lock().get(index).cloned() {
-            if !f(&lane) {
-                return;
-            }
-            index += 1;
-        }
-    }
-
-    /// Closes the local lanes that no connection uses any more (keeping their workers as spares
-    /// where they are healthy).
-    fn retire_idle_lanes(&self) {
-        let mut retired = Vec::new();
-        {
-            let mut locals = self.locals.lock();
-            locals.retain(|lane| {
-                let idle = Arc::strong_count(lane) == 1;
-                if idle {
-                    retired.push(lane.clone());
-                }
-                !idle
-            });
-            self.local_count.store(locals.len(), Ordering::Release);
-        }
-        for lane in &retired {
-            let _ = self.epoll.delete(lane.worker.event_fd());
-        }
-        if !retired.is_empty() {
-            debug!("hub {}: {} idle local lanes closed", self.serial, retired.len());
+    /// Calls `f` with every lane of this hub until it returns false.
+    fn each_lane(&self, f: impl FnMut(&Lane) -> bool) {
+        if let Some(lanes) = &self.lanes {
+            lanes.each(f);
         }
     }
 
@@ -559,7 +268,7 @@ impl Hub {
     pub fn register_conn(&self, conn: &Arc<Conn>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
         self.conns.lock().insert(id, Arc::downgrade(conn));
-        let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::EDGE;
+        let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::URGENT | poller::EDGE;
         if let Err(e) = self.epoll.add(fd, events, TOKEN_CONN | id as u64) {
             self.conns.lock().remove(&id);
             return Err(e);
@@ -581,8 +290,8 @@ impl Hub {
         }
         self.conns.lock().remove(&id);
         self.links.lock().remove(&id);
-        if self.local_count.load(Ordering::Acquire) > 0 {
-            self.locals_idle.store(true, Ordering::Release);
+        if let Some(lanes) = &self.lanes {
+            lanes.connection_gone();
         }
     }
 
@@ -710,12 +419,16 @@ impl Hub {
                 false
             });
             self.buried.store(!graveyard.is_empty(), Ordering::Release);
-            if graveyard.len() < before && self.local_count.load(Ordering::Acquire) > 0 {
-                self.locals_idle.store(true, Ordering::Release);
+            if graveyard.len() < before {
+                if let Some(lanes) = &self.lanes {
+                    lanes.connection_gone();
+                }
             }
         }
-        if self.locals_idle.swap(false, Ordering::AcqRel) {
-            self.retire_idle_lanes();
+        if let Some(lanes) = &self.lanes {
+            lanes.retire_idle(|fd| {
+                let _ = self.epoll.delete(fd);
+            });
         }
         did
     }
@@ -1216,23 +929,5 @@ impl Background {
             let tick = until_timer.map_or(tick, |t| t.min(tick));
             self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_other_processes_of_this_host_get_lanes_of_their_own() {
-        let (host, process) = origin();
-        assert_eq!(origin(), (host, process), "drawn once per process");
-        let peer = |host, process| protocol::Hello::ours(true, false, host, process);
-        if host != 0 {
-            assert_eq!(local_peer(&peer(host, process ^ 1)), Some(process ^ 1));
-        }
-        assert_eq!(local_peer(&peer(host, process)), None, "this process");
-        assert_eq!(local_peer(&peer(host.wrapping_add(1), process ^ 1)), None, "another host");
-        assert_eq!(local_peer(&peer(0, process ^ 1)), None, "an unknown host");
     }
 }

@@ -19,46 +19,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use log::{debug, trace, warn};
-use parking_lot::Mutex;
 
 use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
 use super::iov::Cursor;
+use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
-use std::collections::HashMap;
-use std::sync::OnceLock;
-
-use super::hub::Lane;
-use crate::ucx::{self, Endpoint, Request, Start, Worker, WorkerLock};
-
-/// Connection ids whose UCX state changed during progress, collected by callbacks and handled by
-/// the progressing thread afterwards (outside the callbacks).
-#[derive(Default)]
-pub struct Touched {
-    ids: Mutex<Vec<u32>>,
-    any: AtomicBool,
-}
-
-impl Touched {
-    pub fn push(&self, id: u32) {
-        self.ids.lock().push(id);
-        self.any.store(true, Ordering::Release);
-    }
-
-    /// Whether ids were pushed since the last `take_into` (cheap; no lock).
-    pub fn any(&self) -> bool {
-        self.any.load(Ordering::Acquire)
-    }
-
-    /// Moves the collected ids into `into` (which should be empty; its capacity is reused).
-    pub fn take_into(&self, into: &mut Vec<u32>) {
-        let mut ids = self.ids.lock();
-        self.any.store(false, Ordering::Release);
-        if !ids.is_empty() {
-            std::mem::swap(&mut *ids, into);
-        }
-    }
-}
+use crate::ucx::{self, Request, Start, WorkerLock};
 
 /// The part of a link that completion callbacks see. Only atomics.
 pub struct Shared {
@@ -67,10 +34,35 @@ pub struct Shared {
     touched: Arc<Touched>,
     slots: Box<[SlotStatus]>,
     /// Highest consumed count the peer reported in a credit message.
-    pub peer_consumed: AtomicU64,
+    peer_consumed: AtomicU64,
+    /// The token of a probe ping to answer, and whether there is one.
+    ping: AtomicU64,
+    pinged: AtomicBool,
+    /// The token of the last pong, and whether one came.
+    pong: AtomicU64,
+    ponged: AtomicBool,
 }
 
 impl Shared {
+    /// A credit or probe message for this link arrived (inside progress).
+    pub fn on_notice(&self, notice: Notice) {
+        log::trace!("link {}: {notice:?}", self.id);
+        match notice {
+            Notice::Credit(consumed) => {
+                self.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
+            }
+            Notice::Ping(token) => {
+                self.ping.store(token, Ordering::Relaxed);
+                self.pinged.store(true, Ordering::Release);
+            }
+            Notice::Pong(token) => {
+                self.pong.store(token, Ordering::Relaxed);
+                self.ponged.store(true, Ordering::Release);
+            }
+        }
+        self.touch();
+    }
+
     /// Queues this link for attention after the current progress call.
     pub fn touch(&self) {
         if !self.touched_flag.swap(true, Ordering::AcqRel) {
@@ -149,226 +141,6 @@ unsafe extern "C" fn send_done(_request: *mut c_void, status: i8, user_data: *mu
     send.done.store(true, Ordering::Release);
     // SAFETY: the owning `Shared` outlives every pending send.
     unsafe { &*send.owner }.touch();
-}
-
-/// One UCX endpoint to a peer worker, shared by every connection between the two workers.
-///
-/// Sharing keeps endpoint lifetimes independent of connection lifetimes: UCX pairs the
-/// endpoints two workers create towards each other, and closing one discards receives that wait
-/// on its partner, so a connection must never close an endpoint another one may depend on. An
-/// endpoint is closed once its peer worker is gone (it said goodbye, see [`Endpoints::goodbye`],
-/// or failed) and no connection uses it any more.
-pub struct PeerEndpoint {
-    ep: OnceLock<Endpoint>,
-    failed: AtomicI32,
-    /// The peer worker is gone: no new connection will use this endpoint.
-    gone: AtomicBool,
-    users: Mutex<Vec<u32>>,
-    touched: Arc<Touched>,
-    departures: Arc<Departures>,
-}
-
-impl PeerEndpoint {
-    fn ep(&self) -> Option<&Endpoint> {
-        self.ep.get()
-    }
-
-    /// The UCX status the endpoint failed with, if it did (the peer is gone).
-    pub fn failure(&self) -> Option<i32> {
-        match self.failed.load(Ordering::Acquire) {
-            0 => None,
-            code => Some(code),
-        }
-    }
-}
-
-/// Endpoint error handler: marks the shared endpoint failed and wakes its connections.
-unsafe extern "C" fn peer_failed(arg: *mut c_void, _ep: ucx1_sys::ucp_ep_h, status: i8) {
-    // SAFETY: `arg` is the `PeerEndpoint` owning the endpoint; it outlives it.
-    let peer = unsafe { &*(arg as *const PeerEndpoint) };
-    let code = if status == 0 { -1 } else { status as i32 };
-    peer.failed.store(code, Ordering::Release);
-    peer.gone.store(true, Ordering::Release);
-    for &id in peer.users.lock().iter() {
-        peer.touched.push(id);
-    }
-    peer.departures.lost.store(true, Ordering::Release);
-    peer.departures.any.store(true, Ordering::Release);
-}
-
-/// Peer workers that went away, noted inside progress (by [`goodbye_received`] and the error
-/// handler) and handled after it by [`Endpoints::retire_departed`].
-#[derive(Default)]
-pub struct Departures {
-    /// Digests of the worker addresses in goodbye messages.
-    digests: Mutex<Vec<u64>>,
-    any: AtomicBool,
-    /// An endpoint failed: a peer worker went away without a goodbye.
-    lost: AtomicBool,
-}
-
-impl Departures {
-    /// Whether workers went away since the last [`Endpoints::retire_departed`] (no lock).
-    pub fn any(&self) -> bool {
-        self.any.load(Ordering::Acquire)
-    }
-
-    /// Whether a peer worker ever went away without a goodbye.
-    pub fn lost(&self) -> bool {
-        self.lost.load(Ordering::Acquire)
-    }
-}
-
-/// The header bytes UCX passed to an active-message handler (none if it passed none).
-///
-/// # Safety
-/// `header` must be null or point to `length` bytes readable while the handler runs.
-unsafe fn am_header<'a>(header: *const c_void, length: usize) -> Option<&'a [u8]> {
-    // SAFETY: as required of the caller.
-    (!header.is_null()).then(|| unsafe { std::slice::from_raw_parts(header as *const u8, length) })
-}
-
-/// Handler of [`protocol::AM_GOODBYE`]: the worker named by the header is being destroyed.
-///
-/// # Safety
-/// Called by UCX with the `Departures` the hub installed as `arg` (it outlives the worker).
-pub unsafe extern "C" fn goodbye_received(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    _data: *mut c_void,
-    _length: usize,
-    _param: *const ucx1_sys::ucp_am_recv_param_t,
-) -> i8 {
-    // SAFETY: UCX passes the header of the message it delivers.
-    let Some(bytes) = (unsafe { am_header(header, header_length) }) else { return 0 };
-    match protocol::decode_goodbye(bytes) {
-        Ok(digest) => {
-            // SAFETY: the hub installed its `Departures` as the argument.
-            let departures = unsafe { &*(arg as *const Departures) };
-            departures.digests.lock().push(digest);
-            departures.any.store(true, Ordering::Release);
-        }
-        Err(e) => debug!("ignoring malformed goodbye message: {e}"),
-    }
-    0
-}
-
-/// How long a worker being destroyed waits for its goodbyes to leave.
-const GOODBYE_WAIT: Duration = Duration::from_millis(10);
-
-/// The endpoints of one worker, by peer worker address.
-#[derive(Default)]
-pub struct Endpoints {
-    map: Mutex<HashMap<Vec<u8>, Arc<PeerEndpoint>>>,
-    departures: Arc<Departures>,
-}
-
-impl Endpoints {
-    /// The endpoint to the worker at `address`, created on first use; `user` is the connection
-    /// id to wake if it fails.
-    fn get(&self, worker: &Arc<Worker>, touched: &Arc<Touched>, address: &[u8], user: u32) -> ucx::Result<Arc<PeerEndpoint>> {
-        let mut map = self.map.lock();
-        if let Some(peer) = map.get(address) {
-            if peer.failure().is_none() && !peer.gone.load(Ordering::Acquire) {
-                peer.users.lock().push(user);
-                return Ok(peer.clone());
-            }
-            map.remove(address);
-        }
-        let peer = Arc::new(PeerEndpoint {
-            ep: OnceLock::new(),
-            failed: AtomicI32::new(0),
-            gone: AtomicBool::new(false),
-            users: Mutex::new(vec![user]),
-            touched: touched.clone(),
-            departures: self.departures.clone(),
-        });
-        // SAFETY: the error handler's argument is the `PeerEndpoint` that will own the endpoint
-        // and is dropped only after it.
-        let ep = unsafe { Endpoint::connect(worker, address, peer_failed, Arc::as_ptr(&peer) as *mut c_void) }?;
-        let _ = peer.ep.set(ep);
-        map.insert(address.to_vec(), peer.clone());
-        Ok(peer)
-    }
-
-    /// `user` no longer uses `peer`; the endpoint goes once its peer is gone and nobody does.
-    fn release(&self, peer: &Arc<PeerEndpoint>, user: u32) {
-        let unused = {
-            let mut users = peer.users.lock();
-            users.retain(|&u| u != user);
-            users.is_empty()
-        };
-        if unused && peer.gone.load(Ordering::Acquire) {
-            self.map.lock().retain(|_, p| !Arc::ptr_eq(p, peer));
-        }
-    }
-
-    /// Marks the endpoints to the workers noted in [`Departures`] gone and drops the gone ones no
-    /// connection uses (closing them). Call outside progress.
-    pub fn retire_departed(&self) {
-        self.departures.any.store(false, Ordering::Release);
-        let departed = std::mem::take(&mut *self.departures.digests.lock());
-        let mut retired = Vec::new();
-        {
-            let mut map = self.map.lock();
-            for (address, peer) in map.iter() {
-                if departed.contains(&protocol::worker_digest(address)) {
-                    peer.gone.store(true, Ordering::Release);
-                }
-            }
-            map.retain(|_, peer| {
-                let keep = !peer.gone.load(Ordering::Acquire) || !peer.users.lock().is_empty();
-                if !keep {
-                    retired.push(peer.clone());
-                }
-                keep
-            });
-        }
-        if !retired.is_empty() {
-            debug!("closing {} endpoints to departed workers", retired.len());
-        }
-        drop(retired);
-    }
-
-    /// The worker is about to be destroyed: tells every peer worker, so that they can close their
-    /// endpoints to it, and waits briefly until the messages left.
-    pub fn goodbye(&self, worker: &Worker) {
-        let peers: Vec<Arc<PeerEndpoint>> = self.map.lock().values().cloned().collect();
-        let header = protocol::encode_goodbye(worker.address());
-        let lock = worker.lock();
-        let mut requests = Vec::new();
-        for peer in &peers {
-            let Some(ep) = peer.ep().filter(|_| peer.failure().is_none()) else { continue };
-            // SAFETY: the callback ignores its (null) user data; UCX copies the header.
-            match unsafe { ep.am_send(&lock, protocol::AM_GOODBYE, &header, ignore_send, std::ptr::null_mut()) } {
-                Ok(Start::Pending(request)) => requests.push(request),
-                Ok(Start::Done(())) => {}
-                Err(e) => debug!("saying goodbye to a peer worker: {e}"),
-            }
-        }
-        // Small enough to go at once on every transport (a pending one waits for the peer).
-        lock.progress();
-        if !lock.complete_by(&requests, Instant::now() + GOODBYE_WAIT) {
-            debug!("goodbye messages still in flight when the worker goes");
-        }
-        for request in requests {
-            request.free(&lock);
-        }
-    }
-
-    pub fn departures(&self) -> &Arc<Departures> {
-        &self.departures
-    }
-
-    /// How many peer workers this worker has endpoints to.
-    pub fn len(&self) -> usize {
-        self.map.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 /// A staging buffer: bytes copied from the application, waiting for credits or for UCX.
@@ -513,6 +285,10 @@ impl Link {
                     })
                     .collect(),
                 peer_consumed: AtomicU64::new(0),
+                ping: AtomicU64::new(0),
+                pinged: AtomicBool::new(false),
+                pong: AtomicU64::new(0),
+                ponged: AtomicBool::new(false),
             }
         });
         let credit = Box::new(CreditSend {
@@ -598,6 +374,34 @@ impl Link {
         Ok(())
     }
 
+    /// Sends a probe message (ping or pong) over the endpoint.
+    pub fn send_probe(&self, kind: u8, token: u64) -> Result<()> {
+        let (Some(ep), Some(peer)) = (self.ep.as_ref().and_then(|p| p.ep()), self.peer) else {
+            return Err(Error::new(Status::Internal, "a probe without an endpoint"));
+        };
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        let header = protocol::encode_probe(peer.id, kind, token);
+        match ep.am_send_owned(&lock, protocol::AM_PROBE, &header) {
+            Ok(Start::Done(())) => Ok(()),
+            Ok(Start::Pending(request)) => {
+                request.free(&lock);
+                Ok(())
+            }
+            Err(e) => Err(Error::new(Status::Reset, format!("sending a UCX probe: {e}"))),
+        }
+    }
+
+    /// The token of a ping that arrived since the last call.
+    pub fn take_ping(&self) -> Option<u64> {
+        self.shared.pinged.swap(false, Ordering::AcqRel).then(|| self.shared.ping.load(Ordering::Relaxed))
+    }
+
+    /// The token of a pong that arrived since the last call.
+    pub fn take_pong(&self) -> Option<u64> {
+        self.shared.ponged.swap(false, Ordering::AcqRel).then(|| self.shared.pong.load(Ordering::Relaxed))
+    }
+
     /// Creates the endpoint to the peer described by `addr`.
     pub fn connect(&mut self, addr: &Addr) -> std::result::Result<(), ucx::UcxError> {
         let ep = self.lane.endpoints.get(&self.lane.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
@@ -617,6 +421,41 @@ impl Link {
             Some(ep) => ep.describe(),
             None => String::from("(no endpoint)"),
         }
+    }
+
+    /// " over shared memory (posix/memory, ...)" or " over the network (tcp/eth0, ...)": which
+    /// transports UCX chose for the endpoint, in words for a log line.
+    pub fn path_words(&self) -> String {
+        let unique = self.transports();
+        let shared = unique.iter().any(|t| t.starts_with("posix/") || t.starts_with("sysv/") || t.starts_with("xpmem/"));
+        let words = if shared { "shared memory" } else if unique.is_empty() { "UCX" } else { "the network" };
+        format!(" over {words} ({})", unique.join(", "))
+    }
+
+    /// Whether UCX reaches the peer only through its TCP transport.
+    pub fn tcp_only(&self) -> bool {
+        let transports = self.transports();
+        !transports.is_empty() && transports.iter().all(|t| t.starts_with("tcp/"))
+    }
+
+    /// The transports (`name/device`) of the endpoint's lanes, each once.
+    fn transports(&self) -> Vec<String> {
+        let text = self.describe();
+        // Lines such as "lane[0]:  0:posix/memory.0 md[0] -> ...": the transport/device word.
+        let transports: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.split_once("lane[").map(|(_, rest)| rest))
+            .filter_map(|rest| rest.split_whitespace().nth(1))
+            .map(|word| word.split_once(':').map_or(word, |(_, t)| t))
+            .filter(|t| t.contains('/'))
+            .collect();
+        let mut unique: Vec<String> = Vec::new();
+        for t in transports {
+            if !unique.iter().any(|u| u == t) {
+                unique.push(t.to_string());
+            }
+        }
+        unique
     }
 
     pub fn endpoint_error(&self) -> Option<i32> {
@@ -1346,42 +1185,4 @@ impl Drop for Link {
             self.leave_to_ucx(memory);
         }
     }
-}
-
-/// Active-message handler of credit messages: `arg` is the hub's registry lookup.
-pub type CreditSink = dyn Fn(u32, u64) + Send + Sync;
-
-/// Credit handler of a spare worker (no hub, no connections): credits for gone connections.
-pub unsafe extern "C" fn credit_ignored(
-    _arg: *mut c_void,
-    _header: *const c_void,
-    _header_length: usize,
-    _data: *mut c_void,
-    _length: usize,
-    _param: *const ucx1_sys::ucp_am_recv_param_t,
-) -> i8 {
-    0
-}
-
-/// # Safety
-/// Installed by the hub with `arg` pointing to a `Box<CreditSink>` that outlives the worker.
-pub unsafe extern "C" fn credit_received(
-    arg: *mut c_void,
-    header: *const c_void,
-    header_length: usize,
-    _data: *mut c_void,
-    _length: usize,
-    _param: *const ucx1_sys::ucp_am_recv_param_t,
-) -> i8 {
-    // SAFETY: UCX passes the header of the message it delivers.
-    let Some(bytes) = (unsafe { am_header(header, header_length) }) else { return 0 };
-    match protocol::decode_credit(bytes) {
-        Ok((id, consumed)) => {
-            // SAFETY: the hub installed a boxed sink that outlives the worker.
-            let sink = unsafe { &*(arg as *const Box<CreditSink>) };
-            sink(id, consumed);
-        }
-        Err(e) => debug!("ignoring malformed credit message: {e}"),
-    }
-    0
 }

@@ -79,9 +79,10 @@ impl Listener {
                 let guard = self.socket.lock();
                 let socket = guard.as_ref().ok_or_else(Error::closed)?;
                 match socket.accept() {
-                    Ok(Some((socket, peer))) => {
+                    Ok(Some((accepted, peer))) => {
                         debug!("accepted a connection from {peer}");
-                        return Ok(Some(Conn::accepted(socket, peer)));
+                        let port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
+                        return Ok(Some(Conn::accepted(accepted, peer, port)));
                     }
                     Ok(None) => self.acceptable.store(false, Ordering::Release),
                     Err(e) => return Err(Error::io("accept", &e)),

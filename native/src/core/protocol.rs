@@ -1,18 +1,40 @@
 //! The hadroNIO wire protocol. All integers are big-endian.
 //!
-//! **TCP stream, per direction.** A hadroNIO side starts with [`MAGIC`] followed by frames of an
-//! 8-byte header (`type: u8, flags: u8 = 0, reserved: u16 = 0, length: u32`) and `length` payload
-//! bytes:
+//! **Negotiation, out of band.** Every connection starts as a plain TCP byte stream in both
+//! directions, and stays one unless both ends speak hadroNIO. A client that may upgrade sends one
+//! byte of TCP urgent data, [`URGENT_OFFER`], as the very first byte of its stream. A receiver
+//! that reads its socket the ordinary way (`SO_OOBINLINE` off, the default everywhere) never sees
+//! an urgent byte, so a plain server reads exactly what the client application wrote. A hadroNIO
+//! server finds the offer at offset 0 and answers with an urgent [`URGENT_ACCEPT`]. Each side then
+//! switches its own direction at an urgent mark ([`URGENT_MARK_CLIENT`] first, answered by
+//! [`URGENT_MARK_SERVER`]): the bytes before a side's mark are raw application bytes, the bytes
+//! after it are [`MAGIC`] and frames. The kernel reports the exact stream offset of every mark,
+//! so raw bytes written before it (a server's banner, a client's first request) are delivered as
+//! they are. A side sends an urgent byte that the peer answers with one of its own only after it
+//! has read past the peer's previous mark: the kernel keeps one urgent mark per direction, and an
+//! earlier unread one would otherwise turn into an ordinary byte.
+//!
+//! **Frames, per direction, after the mark.** [`MAGIC`] followed by frames of an 8-byte header
+//! (`type: u8, flags: u8 = 0, reserved: u16 = 0, length: u32`) and `length` payload bytes. The
+//! header format and the HELLO and RAW frames stay as they are in every future version, so that
+//! sides of different versions can always fall back to raw bytes:
 //!
 //! | type | payload |
 //! |------|---------|
-//! | HELLO  | `version: u16, min_version: u16, capabilities: u32, host: u64, process: u64` — first frame, exactly once |
+//! | HELLO  | `version: u16, min_version: u16, capabilities: u32, role: u8, reserved: [u8; 3] = 0, nonce: u64, host: u64, namespaces: u64, process: u64` — first frame, exactly once |
 //! | ADDR   | `tag id: u32, slots: u32, slot length: u32, max message: u32, address length: u32, UCX worker address` |
-//! | DATA   | stream bytes (before the switch to UCX) |
+//! | DATA   | stream bytes (before SWITCH or RAW) |
 //! | SWITCH | empty: the sender's later stream bytes travel over UCX |
 //! | FIN    | `messages: u64`: no more bytes after that many UCX messages (0 if never switched) |
-//! | CREDIT | `consumed: u64`: credits returned over TCP when no UCX endpoint exists |
+//! | CREDIT | `consumed: u64`: reserved; never sent |
 //! | AUTH   | 16 bytes: challenge, or 32 bytes: proof (see [`crate::core::auth`]) |
+//! | RAW    | empty: the sender gave up the upgrade; its later bytes are raw stream bytes (a TCP FIN ends them) |
+//!
+//! HELLO names the sender's `role` (1 client, 2 server) and a random `nonce` of the connection,
+//! so that a stream that comes back to its sender is recognised; `host` is a digest of the kernel's
+//! boot id, `namespaces` one of the network, IPC, mount and PID namespaces the sender runs in
+//! (together they decide whether shared memory can reach it), `process` a random number drawn
+//! once per process.
 //!
 //! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
 //! `dest id: 32 | kind: 2 | low: 30`. Kinds DATA (payload = stream bytes) and LARGE (payload =
@@ -20,16 +42,27 @@
 //! `low` the sender's count of consumed messages (piggybacked credits). A BODY message (kind 2,
 //! `low` = its sequence number) carries the bytes a LARGE announced; it is received outside the
 //! slots. Credits without data travel as an active message [`AM_CREDIT`] with a 12-byte header
-//! `dest id: u32, consumed: u64`. A worker being destroyed sends every peer worker an
-//! [`AM_GOODBYE`] with an 8-byte header `digest: u64` ([`worker_digest`] of its worker address;
-//! small enough for UCX to send at once, without a round trip to the peer).
+//! `dest id: u32, consumed: u64`. Before a side sends SWITCH it proves that the UCX path works in
+//! both directions: it sends an [`AM_PROBE`] ping (16-byte header `dest id: u32, kind: u8 = 1,
+//! reserved: [u8; 3] = 0, token: u64`), which the peer answers over UCX with a pong (kind 2, the
+//! same token). A worker being destroyed sends every peer worker an [`AM_GOODBYE`] with an 8-byte
+//! header `digest: u64` ([`worker_digest`] of its worker address; small enough for UCX to send at
+//! once, without a round trip to the peer).
 
 use std::fmt;
 
 /// First bytes of every hadroNIO TCP stream.
 pub const MAGIC: [u8; 8] = [0x89, b'h', b'N', b'I', b'O', b'\r', b'\n', 0x1a];
-pub const VERSION: u16 = 2;
-pub const MIN_VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
+pub const MIN_VERSION: u16 = 3;
+/// A client's first stream byte, sent as TCP urgent data: "this side can upgrade".
+pub const URGENT_OFFER: u8 = 0x00;
+/// A server's urgent answer to an offer: "so can this side".
+pub const URGENT_ACCEPT: u8 = 0xA1;
+/// The client's urgent byte at the offset where its stream turns into frames.
+pub const URGENT_MARK_CLIENT: u8 = 0xA2;
+/// The server's urgent byte at the offset where its stream turns into frames.
+pub const URGENT_MARK_SERVER: u8 = 0xA3;
 /// Capability bit: this side can upgrade to UCX.
 pub const CAP_UCX: u32 = 1;
 /// Capability bit: this side requires authentication with a shared secret.
@@ -46,6 +79,11 @@ pub const MIN_SLOT_LEN: u32 = 256;
 pub const MAX_SLOT_LEN: u32 = 16 << 20;
 pub const MAX_MESSAGE: u32 = 1 << 30;
 
+/// Active-message identifier of probes (ping and pong) that prove a UCX path before SWITCH.
+pub const AM_PROBE: u32 = 0x4844;
+pub const PROBE_HEADER_LEN: usize = 16;
+pub const PROBE_PING: u8 = 1;
+pub const PROBE_PONG: u8 = 2;
 /// Active-message identifier of credit updates.
 pub const AM_CREDIT: u32 = 0x4843;
 /// Active-message identifier of a worker's goodbye (header: [`worker_digest`] of the sender's
@@ -66,6 +104,7 @@ pub enum FrameType {
     Fin = 5,
     Credit = 6,
     Auth = 7,
+    Raw = 8,
 }
 
 impl FrameType {
@@ -78,6 +117,7 @@ impl FrameType {
             5 => FrameType::Fin,
             6 => FrameType::Credit,
             7 => FrameType::Auth,
+            8 => FrameType::Raw,
             _ => return None,
         })
     }
@@ -88,7 +128,7 @@ impl FrameType {
             FrameType::Hello => (HELLO_LEN, HELLO_LEN),
             FrameType::Addr => (21, MAX_CONTROL_FRAME),
             FrameType::Data => (1, MAX_DATA_FRAME),
-            FrameType::Switch => (0, 0),
+            FrameType::Switch | FrameType::Raw => (0, 0),
             FrameType::Fin | FrameType::Credit => (8, 8),
             FrameType::Auth => (16, 32),
         }
@@ -156,23 +196,74 @@ fn be_u64(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// Length of a HELLO payload.
-pub const HELLO_LEN: usize = 24;
+pub const HELLO_LEN: usize = 44;
+
+/// Which end of the TCP connection a side is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+impl Role {
+    fn code(self) -> u8 {
+        match self {
+            Role::Client => 1,
+            Role::Server => 2,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Role> {
+        match code {
+            1 => Some(Role::Client),
+            2 => Some(Role::Server),
+            _ => None,
+        }
+    }
+
+    /// The other end.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+
+    /// The urgent byte at which this side's stream turns into frames.
+    pub fn mark(self) -> u8 {
+        match self {
+            Role::Client => URGENT_MARK_CLIENT,
+            Role::Server => URGENT_MARK_SERVER,
+        }
+    }
+}
+
+/// Where a process runs, as far as shared memory is concerned (see [`Hello`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Identity {
+    /// Digest of the kernel's boot id; 0 if unknown.
+    pub host: u64,
+    /// Digest of the network, IPC, mount and PID namespaces; 0 if unknown.
+    pub namespaces: u64,
+    /// Random number drawn once per process.
+    pub process: u64,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Hello {
     pub version: u16,
     pub min_version: u16,
     pub capabilities: u32,
-    /// The sender's host: a digest of its kernel's boot id (0 if unknown).
-    pub host: u64,
-    /// The sender's process: a random number drawn once per process.
-    pub process: u64,
+    pub role: Role,
+    /// Random number of the sender's connection (recognises a stream that came back).
+    pub nonce: u64,
+    pub identity: Identity,
 }
 
 impl Hello {
-    pub fn ours(ucx: bool, auth: bool, host: u64, process: u64) -> Hello {
+    pub fn ours(ucx: bool, auth: bool, role: Role, nonce: u64, identity: Identity) -> Hello {
         let capabilities = if ucx { CAP_UCX } else { 0 } | if auth { CAP_AUTH } else { 0 };
-        Hello { version: VERSION, min_version: MIN_VERSION, capabilities, host, process }
+        Hello { version: VERSION, min_version: MIN_VERSION, capabilities, role, nonce, identity }
     }
 
     pub fn encode(&self) -> [u8; HELLO_LEN] {
@@ -180,33 +271,43 @@ impl Hello {
         out[0..2].copy_from_slice(&self.version.to_be_bytes());
         out[2..4].copy_from_slice(&self.min_version.to_be_bytes());
         out[4..8].copy_from_slice(&self.capabilities.to_be_bytes());
-        out[8..16].copy_from_slice(&self.host.to_be_bytes());
-        out[16..24].copy_from_slice(&self.process.to_be_bytes());
+        out[8] = self.role.code();
+        out[12..20].copy_from_slice(&self.nonce.to_be_bytes());
+        out[20..28].copy_from_slice(&self.identity.host.to_be_bytes());
+        out[28..36].copy_from_slice(&self.identity.namespaces.to_be_bytes());
+        out[36..44].copy_from_slice(&self.identity.process.to_be_bytes());
         out
     }
 
-    /// Decodes a peer's HELLO and checks that its version range includes ours.
+    /// Decodes a peer's HELLO. The version range is not checked here: a peer that shares no
+    /// version with this side falls back to raw bytes (see [`Hello::shares_version`]).
     pub fn decode(payload: &[u8]) -> Result<Hello, ProtocolError> {
         if payload.len() != HELLO_LEN {
             return err(format!("HELLO of {} bytes", payload.len()));
+        }
+        let Some(role) = Role::from_code(payload[8]) else {
+            return err(format!("HELLO with role {}", payload[8]));
+        };
+        if payload[9..12] != [0, 0, 0] {
+            return err("HELLO with non-zero reserved bytes");
         }
         let hello = Hello {
             version: u16::from_be_bytes([payload[0], payload[1]]),
             min_version: u16::from_be_bytes([payload[2], payload[3]]),
             capabilities: be_u32(payload, 4),
-            host: be_u64(payload, 8),
-            process: be_u64(payload, 16),
+            role,
+            nonce: be_u64(payload, 12),
+            identity: Identity { host: be_u64(payload, 20), namespaces: be_u64(payload, 28), process: be_u64(payload, 36) },
         };
         if hello.min_version > hello.version {
             return err(format!("HELLO with version range {}..={}", hello.min_version, hello.version));
         }
-        if hello.version < MIN_VERSION || hello.min_version > VERSION {
-            return err(format!(
-                "peer speaks protocol versions {}..={}, this side {}..={}",
-                hello.min_version, hello.version, MIN_VERSION, VERSION
-            ));
-        }
         Ok(hello)
+    }
+
+    /// Whether the peer's version range includes one this side speaks.
+    pub fn shares_version(&self) -> bool {
+        self.version >= MIN_VERSION && self.min_version <= VERSION
     }
 }
 
@@ -345,6 +446,29 @@ pub fn decode_goodbye(header: &[u8]) -> Result<u64, ProtocolError> {
     Ok(be_u64(header, 0))
 }
 
+/// A probe message: `(dest id, kind, token)`.
+pub fn encode_probe(dest: u32, kind: u8, token: u64) -> [u8; PROBE_HEADER_LEN] {
+    let mut out = [0u8; PROBE_HEADER_LEN];
+    out[0..4].copy_from_slice(&dest.to_be_bytes());
+    out[4] = kind;
+    out[8..16].copy_from_slice(&token.to_be_bytes());
+    out
+}
+
+pub fn decode_probe(header: &[u8]) -> Result<(u32, u8, u64), ProtocolError> {
+    if header.len() != PROBE_HEADER_LEN {
+        return err(format!("probe message with a {}-byte header", header.len()));
+    }
+    let kind = header[4];
+    if kind != PROBE_PING && kind != PROBE_PONG {
+        return err(format!("probe message of kind {kind}"));
+    }
+    if header[5..8] != [0, 0, 0] {
+        return err("probe message with non-zero reserved bytes");
+    }
+    Ok((be_u32(header, 0), kind, be_u64(header, 8)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,19 +502,41 @@ mod tests {
     }
 
     #[test]
-    fn hello_negotiation() {
-        let ours = Hello::ours(true, true, 0x0123_4567_89ab_cdef, u64::MAX - 1);
+    fn hello_round_trip_and_validation() {
+        let identity = Identity { host: 0x0123_4567_89ab_cdef, namespaces: 7, process: u64::MAX - 1 };
+        let ours = Hello::ours(true, true, Role::Server, 42, identity);
         assert_eq!(ours.capabilities, CAP_UCX | CAP_AUTH);
         assert_eq!(Hello::decode(&ours.encode()).unwrap(), ours);
-        assert_eq!(ours.encode()[8..16], 0x0123_4567_89ab_cdefu64.to_be_bytes());
+        assert_eq!(ours.encode()[8], 2, "role byte of a server");
+        assert_eq!(ours.encode()[20..28], 0x0123_4567_89ab_cdefu64.to_be_bytes());
+        assert!(ours.shares_version());
         let future = Hello { version: 7, min_version: 5, ..ours };
-        assert!(Hello::decode(&future.encode()).unwrap_err().0.contains("versions 5..=7"));
+        assert!(!Hello::decode(&future.encode()).unwrap().shares_version());
         let old = Hello { version: 1, min_version: 1, ..ours };
-        assert!(Hello::decode(&old.encode()).unwrap_err().0.contains("versions 1..=1"));
+        assert!(!Hello::decode(&old.encode()).unwrap().shares_version());
         let inverted = Hello { version: 2, min_version: 3, ..ours };
         assert!(Hello::decode(&inverted.encode()).is_err());
+        let mut no_role = ours.encode();
+        no_role[8] = 0;
+        assert!(Hello::decode(&no_role).unwrap_err().0.contains("role 0"));
+        let mut reserved = ours.encode();
+        reserved[10] = 1;
+        assert!(Hello::decode(&reserved).is_err());
         assert!(Hello::decode(&[0; HELLO_LEN - 1]).is_err());
         assert!(Hello::decode(&[0; 8]).is_err());
+        assert_eq!(Role::Client.peer(), Role::Server);
+        assert_ne!(Role::Client.mark(), Role::Server.mark());
+    }
+
+    #[test]
+    fn probe_header() {
+        let h = encode_probe(9, PROBE_PONG, u64::MAX);
+        assert_eq!(decode_probe(&h).unwrap(), (9, PROBE_PONG, u64::MAX));
+        assert!(decode_probe(&h[..15]).is_err());
+        assert!(decode_probe(&encode_probe(9, 3, 0)).is_err());
+        let mut reserved = encode_probe(9, PROBE_PING, 1);
+        reserved[6] = 1;
+        assert!(decode_probe(&reserved).is_err());
     }
 
     #[test]

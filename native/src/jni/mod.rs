@@ -121,12 +121,19 @@ unsafe fn regions<'a>(iov: jlong, count: jint) -> Result<&'a [Region], Error> {
 
 // --- library -----------------------------------------------------------------------------------
 
-/// `static native void init(long[] settings, byte[] secret)`: installs the settings (order:
-/// [`crate::config::SETTING_NAMES`]) and the shared secret (null or empty: none), and checks that
-/// the loaded UCX can be used. Throws `IllegalStateException` on a UCX version mismatch,
-/// `IllegalArgumentException` on bad settings.
+/// `static native void init(long[] settings, byte[] secret, String rules)`: installs the settings
+/// (order: [`crate::config::SETTING_NAMES`]), the shared secret (null or empty: none) and the
+/// rules (`hadronio.rules`, see [`crate::rules`]; null: none), and checks that the loaded UCX can
+/// be used. Throws `IllegalStateException` on a UCX version mismatch, `IllegalArgumentException`
+/// on bad settings or rules.
 #[no_mangle]
-pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _class: jclass, values: jlongArray, secret: jbyteArray) {
+pub extern "C" fn Java_dev_hadronio_internal_Native_init(
+    env: *mut JNIEnv,
+    _class: jclass,
+    values: jlongArray,
+    secret: jbyteArray,
+    rules: jstring,
+) {
     slow(env, (), |env| {
         // SAFETY: `values` is a live local reference passed by the JVM for this call.
         let array = unsafe { JLongArray::from_raw(values) };
@@ -140,7 +147,15 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _clas
             let secret = unsafe { JByteArray::from_raw(secret) };
             Some(env.convert_byte_array(&secret).map_err(jni_error)?)
         };
-        let wanted = Settings::from_values(&buffer, secret.as_deref()).map_err(Error::invalid)?;
+        let rules: String = if rules.is_null() {
+            String::new()
+        } else {
+            // SAFETY: `rules` is a live local reference passed by the JVM for this call.
+            let rules = unsafe { jni::objects::JString::from_raw(rules) };
+            let text: String = env.get_string(&rules).map_err(jni_error)?.into();
+            text
+        };
+        let wanted = Settings::from_values(&buffer, secret.as_deref(), &rules).map_err(Error::invalid)?;
         if !Settings::install(wanted.clone()) && *settings() != wanted {
             log::debug!("hadroNIO settings were already installed; keeping the first ones");
         }
@@ -149,7 +164,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _clas
         }
         // The UCX context depends on the settings (segment size): create it now that they are in.
         if settings().ucx {
-            let _ = crate::core::hub::ucx_context();
+            let _ = crate::core::lanes::context(crate::core::lanes::Kind::Full);
         }
         Ok(())
     })
@@ -160,7 +175,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(env: *mut JNIEnv, _clas
 pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut JNIEnv, _class: jclass) -> jstring {
     slow(env, std::ptr::null_mut(), |env| {
         let (major, minor, release) = crate::ucx::runtime_version();
-        let ucx = match crate::core::hub::ucx_context() {
+        let ucx = match crate::core::lanes::context(crate::core::lanes::Kind::Full) {
             Ok(_) => String::from("available"),
             Err(e) => format!("unavailable: {e}"),
         };

@@ -10,6 +10,8 @@ pub const WRITABLE: u32 = libc::EPOLLOUT as u32;
 pub const HANGUP: u32 = (libc::EPOLLHUP | libc::EPOLLRDHUP) as u32;
 pub const ERROR: u32 = libc::EPOLLERR as u32;
 pub const EDGE: u32 = libc::EPOLLET as u32;
+/// Urgent (out-of-band) data arrived.
+pub const URGENT: u32 = libc::EPOLLPRI as u32;
 
 /// An epoll instance. Tokens are opaque `u64`s chosen by the caller.
 #[derive(Debug)]

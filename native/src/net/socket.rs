@@ -7,6 +7,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::raw::{c_int, c_void};
 
+/// `SIOCATMARK` (linux/sockios.h), which the libc crate does not declare.
+const SIOCATMARK: libc::Ioctl = 0x8905;
+
 fn cvt(result: c_int) -> io::Result<c_int> {
     if result < 0 {
         Err(io::Error::last_os_error())
@@ -226,6 +229,57 @@ impl Socket {
             match cvt_size(result) {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => return other,
+            }
+        }
+    }
+
+    /// The unread urgent byte (`recv` with `MSG_OOB`): `Ok(None)` if there is none (never
+    /// sent, already read, passed by ordinary reads, or the stream ended), `WouldBlock` if its
+    /// mark is known but the byte has not arrived yet, `NotConnected` once the connection was
+    /// reset (ordinary reads still get the bytes that came before).
+    pub fn recv_urgent(&self) -> io::Result<Option<u8>> {
+        let mut byte = 0u8;
+        loop {
+            // SAFETY: reads at most one byte into a local.
+            let result = unsafe { libc::recv(self.as_raw_fd(), &mut byte as *mut u8 as *mut c_void, 1, libc::MSG_OOB) };
+            match cvt_size(result) {
+                Ok(1) => return Ok(Some(byte)),
+                Ok(_) => return Ok(None),
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Whether the read position is at an urgent mark (`SIOCATMARK`).
+    pub fn at_mark(&self) -> io::Result<bool> {
+        let mut answer: c_int = 0;
+        // SAFETY: the ioctl writes one `int`.
+        cvt(unsafe { libc::ioctl(self.as_raw_fd(), SIOCATMARK, &mut answer as *mut c_int) })?;
+        Ok(answer != 0)
+    }
+
+    /// Bytes readable before the next urgent mark (`SIOCINQ`: all readable bytes without one).
+    pub fn before_mark(&self) -> io::Result<usize> {
+        let mut answer: c_int = 0;
+        // SAFETY: the ioctl writes one `int`.
+        cvt(unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONREAD, &mut answer as *mut c_int) })?;
+        Ok(answer.max(0) as usize)
+    }
+
+    /// Sends one byte of urgent data; `Ok(false)` if the socket cannot take it now.
+    pub fn send_urgent(&self, byte: u8) -> io::Result<bool> {
+        loop {
+            // SAFETY: sends one byte from a local.
+            let result = unsafe {
+                libc::send(self.as_raw_fd(), &byte as *const u8 as *const c_void, 1, libc::MSG_OOB | libc::MSG_NOSIGNAL)
+            };
+            match cvt_size(result) {
+                Ok(n) => return Ok(n == 1),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
             }
         }
     }

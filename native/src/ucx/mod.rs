@@ -219,6 +219,31 @@ fn default_setting(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     if std::env::var_os(format!("UCX_{name}")).is_some() {
         return;
     }
+    set(config, name, value);
+}
+
+/// The transports of a context without shared memory: UCX's own list (`UCX_TLS`, all by
+/// default) less posix, sysv and xpmem.
+fn tls_without_shared_memory(user: Option<&str>) -> String {
+    const SHARED: [&str; 6] = ["posix", "sysv", "xpmem", "mm", "sm", "shm"];
+    match user.map(str::trim) {
+        None | Some("") | Some("all") => String::from("^mm"),
+        Some(list) if list.starts_with('^') => format!("{list},mm"),
+        Some(list) => {
+            let mut kept: Vec<&str> = list.split(',').map(str::trim).filter(|t| !SHARED.contains(t)).collect();
+            if list.split(',').any(|t| matches!(t.trim(), "sm" | "shm")) {
+                kept.extend(["cma", "knem"]);
+            }
+            if kept.is_empty() {
+                // Nothing is left: UCX then finds no transport and the connection stays on TCP.
+                kept.push("self");
+            }
+            kept.join(",")
+        }
+    }
+}
+
+fn set(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     let (Ok(c_name), Ok(c_value)) = (CString::new(name), CString::new(value)) else {
         return;
     };
@@ -247,19 +272,27 @@ impl Context {
     /// longest message that should go in one copy through shared memory rather than by
     /// rendezvous (which needs the sender to make progress before the receiver has it); 0 keeps
     /// UCX's segment size.
-    pub fn new(eager_message: usize) -> Result<Arc<Context>> {
+    ///
+    /// Without `shared_memory` the context leaves out UCX's shared-memory transports (for peers
+    /// on this host that shared memory cannot reach: other namespaces).
+    pub fn new(eager_message: usize, shared_memory: bool) -> Result<Arc<Context>> {
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
         check("ucp_config_read", unsafe {
             sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
         })?;
-        // Shared memory must stay usable on endpoints with peer error handling.
-        default_setting(config, "MM_ERROR_HANDLING", "y");
-        if eager_message > 0 {
-            default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
+        if shared_memory {
+            // Shared memory must stay usable on endpoints with peer error handling.
+            default_setting(config, "MM_ERROR_HANDLING", "y");
+            if eager_message > 0 {
+                default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
+            }
+            default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
+        } else {
+            let user = std::env::var("UCX_TLS").ok();
+            set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
         }
-        default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
         params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES
@@ -282,6 +315,20 @@ impl Context {
         unsafe { sys::ucp_config_release(config) };
         check("ucp_init", status)?;
         Ok(Arc::new(Context { handle }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tls_without_shared_memory;
+
+    #[test]
+    fn shared_memory_is_left_out_of_any_transport_list() {
+        assert_eq!(tls_without_shared_memory(None), "^mm");
+        assert_eq!(tls_without_shared_memory(Some("^ib")), "^ib,mm");
+        assert_eq!(tls_without_shared_memory(Some("tcp,posix,cma")), "tcp,cma");
+        assert_eq!(tls_without_shared_memory(Some("sm,tcp")), "tcp,cma,knem");
+        assert_eq!(tls_without_shared_memory(Some("posix")), "self");
     }
 }
 
@@ -325,17 +372,50 @@ pub enum Start<T> {
 pub type RecvCallback = unsafe extern "C" fn(*mut c_void, i8, *const sys::ucp_tag_recv_info_t, *mut c_void);
 /// Completion callback of a send: `(request, status, user_data)`.
 pub type SendCallback = unsafe extern "C" fn(*mut c_void, i8, *mut c_void);
-/// Active-message handler: `(arg, header, header_length, data, length, param) -> status`.
-pub type AmCallback = unsafe extern "C" fn(
-    *mut c_void,
-    *const c_void,
-    usize,
-    *mut c_void,
-    usize,
-    *const sys::ucp_am_recv_param_t,
-) -> i8;
-/// Endpoint error handler: `(arg, endpoint, status)`.
-pub type ErrorCallback = unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, i8);
+/// What an active-message handler gets: the message's header bytes. It runs inside
+/// [`WorkerLock::progress`], with the worker's lock held, and must only note what arrived.
+pub type AmHandler = dyn Fn(&[u8]) + Send + Sync;
+
+/// UCX's side of every active-message handler: calls the handler boxed in `arg` with the header.
+unsafe extern "C" fn am_received(
+    arg: *mut c_void,
+    header: *const c_void,
+    header_length: sys::size_t,
+    _data: *mut c_void,
+    _length: sys::size_t,
+    _param: *const sys::ucp_am_recv_param_t,
+) -> sys::ucs_status_t {
+    // SAFETY: `arg` is the `Arc<AmHandler>` boxed by `WorkerLock::on_active_message`, which the
+    // worker keeps until it is destroyed.
+    let handler = unsafe { &*(arg as *const Arc<AmHandler>) };
+    let bytes: &[u8] = if header.is_null() {
+        &[]
+    } else {
+        // SAFETY: UCX passes `header_length` readable bytes of the message's header.
+        unsafe { std::slice::from_raw_parts(header as *const u8, header_length as usize) }
+    };
+    // A panic must not unwind into UCX.
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(bytes))).is_err() {
+        warn!("an active-message handler panicked; the message was dropped");
+    }
+    sys::ucs_status_t::UCS_OK
+}
+
+/// What an endpoint's error handler gets: the UCX status the endpoint failed with. It runs
+/// inside [`WorkerLock::progress`] and must only note the failure.
+pub type ErrorHandler = dyn Fn(Status) + Send + Sync;
+
+/// UCX's side of every endpoint error handler.
+unsafe extern "C" fn endpoint_failed(arg: *mut c_void, _ep: sys::ucp_ep_h, status: i8) {
+    // SAFETY: `arg` is the `Arc<ErrorHandler>` boxed by `Endpoint::connect`, kept until the
+    // endpoint is closed (or, if the close does not finish, until the worker is destroyed).
+    let handler = unsafe { &*(arg as *const Arc<ErrorHandler>) };
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(Status(status)))).is_err() {
+        warn!("an endpoint error handler panicked");
+    }
+}
+
+type RawErrorCallback = unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, i8);
 
 fn send_cb(cb: SendCallback) -> sys::ucp_send_nbx_callback_t {
     // SAFETY: `ucs_status_t` is a one-byte C enum, passed exactly like `i8`; the function types are
@@ -358,6 +438,10 @@ pub struct Worker {
     /// Memory that requests of this worker may still write (see [`Worker::keep_until_destroyed`]);
     /// dropped after the worker is destroyed.
     kept: Mutex<Vec<Box<dyn Send>>>,
+    /// Active-message handlers UCX may call (see [`WorkerLock::on_active_message`]); dropped
+    /// after the worker is destroyed. Boxed: UCX holds the address of each `Arc`.
+    #[allow(clippy::vec_box)]
+    handlers: Mutex<Vec<Box<Arc<AmHandler>>>>,
 }
 
 // SAFETY: the worker runs in single-thread mode and every use goes through `lock`, which serialises
@@ -390,6 +474,7 @@ impl Worker {
             event_fd: -1,
             address: Vec::new(),
             kept: Mutex::new(Vec::new()),
+            handlers: Mutex::new(Vec::new()),
         };
         let mut fd: c_int = -1;
         // SAFETY: `handle` is the worker just created; `fd` receives its event fd.
@@ -469,12 +554,10 @@ impl WorkerLock<'_> {
         }
     }
 
-    /// Installs the handler of active messages with identifier `id`.
-    ///
-    /// # Safety
-    /// `arg` must stay valid for as long as the worker lives, and `cb` must only touch state that
-    /// is safe to access from inside [`WorkerLock::progress`].
-    pub unsafe fn set_am_handler(&self, id: u32, cb: AmCallback, arg: *mut c_void) -> Result<()> {
+    /// Installs `handler` for active messages with identifier `id` (replacing an earlier one).
+    /// The worker keeps every handler it was given until it is destroyed.
+    pub fn on_active_message(&self, id: u32, handler: Arc<AmHandler>) -> Result<()> {
+        let boxed: Box<Arc<AmHandler>> = Box::new(handler);
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut param: sys::ucp_am_handler_param_t = unsafe { std::mem::zeroed() };
         param.field_mask = (sys::ucp_am_handler_param_field::UCP_AM_HANDLER_PARAM_FIELD_ID
@@ -484,13 +567,15 @@ impl WorkerLock<'_> {
             .0 as u64;
         param.id = id;
         param.flags = sys::ucp_am_cb_flags::UCP_AM_FLAG_WHOLE_MSG.0;
-        // SAFETY: `ucs_status_t` is returned as one byte, exactly like `i8`.
-        param.cb = Some(unsafe { std::mem::transmute::<AmCallback, _>(cb) });
-        param.arg = arg;
-        // SAFETY: the worker is valid, the lock is held and `param` lives for the call.
+        param.cb = Some(am_received);
+        param.arg = &*boxed as *const Arc<AmHandler> as *mut c_void;
+        // SAFETY: the worker is valid, the lock is held and `param` lives for the call; the box
+        // it points to is kept below for as long as the worker lives.
         check("ucp_worker_set_am_recv_handler", unsafe {
             sys::ucp_worker_set_am_recv_handler(self.worker.handle, &param)
-        })
+        })?;
+        self.worker.handlers.lock().push(boxed);
+        Ok(())
     }
 
     /// Posts a tagged receive of at most `length` bytes into `buffer`. `cb` always runs with the
@@ -620,6 +705,7 @@ impl Drop for Worker {
         unsafe { sys::ucp_worker_destroy(self.handle) };
         // Only now: requests cancelled by the destruction ran their callbacks into it.
         self.kept.get_mut().clear();
+        self.handlers.get_mut().clear();
     }
 }
 
@@ -627,6 +713,8 @@ impl Drop for Worker {
 pub struct Endpoint {
     worker: Arc<Worker>,
     handle: sys::ucp_ep_h,
+    /// The error handler UCX may call until the endpoint is closed.
+    on_error: Option<Box<Arc<ErrorHandler>>>,
 }
 
 // SAFETY: every use of the handle goes through the worker's lock.
@@ -653,20 +741,14 @@ pub fn check_worker_address(remote: &[u8]) -> Result<()> {
 
 impl Endpoint {
     /// Connects to the worker whose address is `remote` (untrusted bytes from the peer: checked
-    /// with [`check_worker_address`] and padded with zeros before UCX reads them).
-    ///
-    /// # Safety
-    /// `err_arg` must stay valid until the endpoint is dropped; `err_cb` runs inside progress.
-    pub unsafe fn connect(
-        worker: &Arc<Worker>,
-        remote: &[u8],
-        err_cb: ErrorCallback,
-        err_arg: *mut c_void,
-    ) -> Result<Endpoint> {
+    /// with [`check_worker_address`] and padded with zeros before UCX reads them). `on_error`
+    /// runs inside progress if the endpoint fails.
+    pub fn connect(worker: &Arc<Worker>, remote: &[u8], on_error: Arc<ErrorHandler>) -> Result<Endpoint> {
         check_worker_address(remote)?;
         let mut padded = Vec::with_capacity(remote.len() + ADDRESS_PADDING);
         padded.extend_from_slice(remote);
         padded.resize(remote.len() + ADDRESS_PADDING, 0);
+        let on_error: Box<Arc<ErrorHandler>> = Box::new(on_error);
         let lock = worker.lock();
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
@@ -676,15 +758,20 @@ impl Endpoint {
             .0 as u64;
         params.address = padded.as_ptr() as *const sys::ucp_address_t;
         params.err_mode = sys::ucp_err_handling_mode_t::UCP_ERR_HANDLING_MODE_PEER;
-        // SAFETY: `ucs_status_t` is passed as one byte, exactly like `i8`.
-        params.err_handler.cb = Some(unsafe { std::mem::transmute::<ErrorCallback, _>(err_cb) });
-        params.err_handler.arg = err_arg;
+        // SAFETY: `ucs_status_t` is passed as one byte, exactly like `i8` (read as a raw code:
+        // UCX reports statuses its enum does not list).
+        params.err_handler.cb = Some(unsafe {
+            std::mem::transmute::<RawErrorCallback, unsafe extern "C" fn(*mut c_void, sys::ucp_ep_h, sys::ucs_status_t)>(
+                endpoint_failed,
+            )
+        });
+        params.err_handler.arg = &*on_error as *const Arc<ErrorHandler> as *mut c_void;
         let mut handle: sys::ucp_ep_h = ptr::null_mut();
         // SAFETY: the worker is valid and locked; `padded` outlives the call (UCX copies what it
-        // keeps).
+        // keeps); the handler box lives as long as the endpoint.
         check("ucp_ep_create", unsafe { sys::ucp_ep_create(lock.worker.handle, &params, &mut handle) })?;
         drop(lock);
-        Ok(Endpoint { worker: worker.clone(), handle })
+        Ok(Endpoint { worker: worker.clone(), handle, on_error: Some(on_error) })
     }
 
     pub fn worker(&self) -> &Arc<Worker> {
@@ -727,12 +814,11 @@ impl Endpoint {
         }
     }
 
-    /// Sends a header-only active message with identifier `id`. The header is copied by UCX when
-    /// the send completes at once; otherwise it is copied into `keep` which must stay valid until
-    /// `cb` ran.
+    /// Sends a header-only active message with identifier `id`.
     ///
     /// # Safety
-    /// `user_data` must stay valid until `cb` ran (if `Pending` is returned).
+    /// Unless `Done` is returned, `header` and `user_data` must stay valid and unchanged until
+    /// `cb` ran (UCX reads the header from the caller's memory until the send completes).
     pub unsafe fn am_send(
         &self,
         lock: &WorkerLock<'_>,
@@ -750,8 +836,8 @@ impl Endpoint {
         param.flags = sys::ucp_send_am_flags::UCP_AM_SEND_FLAG_EAGER.0;
         param.cb.send = send_cb(cb);
         param.user_data = user_data;
-        // SAFETY: the endpoint is valid and locked. UCX copies the header before returning when
-        // the operation is not complete (documented for `ucp_am_send_nbx` headers).
+        // SAFETY: the endpoint is valid and locked; the caller keeps the header and user data
+        // valid until completion.
         let ptr = unsafe {
             sys::ucp_am_send_nbx(
                 self.handle,
@@ -767,6 +853,24 @@ impl Endpoint {
             PtrStatus::Done => Ok(Start::Done(())),
             PtrStatus::Pending(request) => Ok(Start::Pending(request)),
             PtrStatus::Failed(status) => Err(UcxError { call: "ucp_am_send_nbx", status }),
+        }
+    }
+
+    /// Sends a header-only active message whose completion nobody waits for. UCX reads the
+    /// header until the send completes, so it travels in a heap copy that the completion frees;
+    /// a pending request is returned to be waited for or freed (it completes on its own).
+    pub fn am_send_owned(&self, lock: &WorkerLock<'_>, id: u32, header: &[u8]) -> Result<Start<()>> {
+        let copy: *mut Vec<u8> = Box::into_raw(Box::new(header.to_vec()));
+        // SAFETY: the copy stays allocated until `free_header` runs at completion (or below when
+        // UCX completed at once or refused: then the callback does not run).
+        let started = unsafe { self.am_send(lock, id, &*copy, free_header, copy as *mut c_void) };
+        match started {
+            Ok(Start::Pending(request)) => Ok(Start::Pending(request)),
+            other => {
+                // SAFETY: no callback will run; the copy is ours again.
+                drop(unsafe { Box::from_raw(copy) });
+                other
+            }
         }
     }
 
@@ -804,6 +908,11 @@ const DRAIN_WAIT: Duration = Duration::from_millis(100);
 
 unsafe extern "C" fn close_done(_request: *mut c_void, _status: i8, _user_data: *mut c_void) {}
 
+unsafe extern "C" fn free_header(_request: *mut c_void, _status: i8, user_data: *mut c_void) {
+    // SAFETY: `user_data` is the header copy boxed by `am_send_owned`; the callback runs once.
+    drop(unsafe { Box::from_raw(user_data as *mut Vec<u8>) });
+}
+
 impl Drop for Endpoint {
     fn drop(&mut self) {
         let lock = self.worker.lock();
@@ -823,6 +932,10 @@ impl Drop for Endpoint {
                 // after the request is freed (nothing of ours is referenced).
                 if !lock.complete_by(std::slice::from_ref(&request), Instant::now() + CLOSE_WAIT) {
                     debug!("a UCX endpoint is still closing; left to UCX");
+                    // Its error handler may still run: keep it with the worker.
+                    if let Some(handler) = self.on_error.take() {
+                        self.worker.keep_until_destroyed(handler);
+                    }
                 }
                 request.free(&lock);
             }

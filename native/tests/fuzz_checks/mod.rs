@@ -2,11 +2,13 @@
 //! file with `#[path]`) and the stable corpus replay test (`native/tests/fuzz_corpus.rs`).
 //!
 //! Every check takes arbitrary bytes, feeds them to the wire-format decoders of
-//! `hadronio::core::protocol` (or, for [`stream`], to a real connection over loopback TCP) and
-//! asserts what the protocol documentation promises: a decoder accepts exactly the inputs the
-//! documented bounds allow, an accepted value re-encodes to the same bytes, a frame sequence is
-//! taken or refused as the connection's parser does, and the parser never delivers a byte that
-//! was not in a DATA frame. A violated promise panics, which libFuzzer reports as a crash.
+//! `hadronio::core::protocol` (or, for [`stream`], to a real connection over loopback TCP, or for
+//! [`negotiation`], to two negotiations over simulated TCP) and asserts what the protocol
+//! documentation promises: a decoder accepts exactly the inputs the documented bounds allow, an
+//! accepted value re-encodes to the same bytes, a frame sequence is taken or refused as the
+//! connection's parser does, and the parser never delivers a byte that was not application data
+//! (raw bytes before the peer's mark or after its RAW, DATA payloads). A violated promise panics,
+//! which libFuzzer reports as a crash.
 //!
 //! The expected results are computed here from the documentation (the frame table in
 //! `protocol.rs`), not from `protocol.rs`'s own tables, so that a change of the wire format
@@ -16,6 +18,7 @@
 
 use std::io::Write;
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -28,13 +31,14 @@ use hadronio::core::listener::Listener;
 use hadronio::core::protocol::{self, Addr, Hello, FRAME_HEADER_LEN, MAGIC};
 
 /// The targets, by the names of their corpus directories and fuzz target files.
-pub const TARGETS: [(&str, fn(&[u8])); 6] = [
+pub const TARGETS: [(&str, fn(&[u8])); 7] = [
     ("frame_header", frame_header),
     ("hello", hello),
     ("addr", addr),
     ("control_frames", control_frames),
     ("tags_credits", tags_credits),
     ("stream", stream),
+    ("negotiation", negotiation),
 ];
 
 // --- the documented wire format --------------------------------------------------------------
@@ -46,16 +50,24 @@ const T_SWITCH: u8 = 4;
 const T_FIN: u8 = 5;
 const T_CREDIT: u8 = 6;
 const T_AUTH: u8 = 7;
+const T_RAW: u8 = 8;
+
+/// The urgent bytes of the negotiation.
+const OFFER: u8 = 0x00;
+const ACCEPT: u8 = 0xA1;
+const MARK_CLIENT: u8 = 0xA2;
+const MARK_SERVER: u8 = 0xA3;
 
 /// Allowed payload lengths of a frame type, from the frame table of the protocol documentation.
 fn documented_length_range(kind: u8) -> Option<(usize, usize)> {
     match kind {
-        // Versions and capabilities (8 bytes), host and process (8 bytes each).
-        T_HELLO => Some((24, 24)),
+        // Versions and capabilities (8 bytes), role and reserved (4), nonce, host, namespaces
+        // and process (8 bytes each).
+        T_HELLO => Some((44, 44)),
         // 20 bytes of fields and a worker address of at least one byte.
         T_ADDR => Some((21, protocol::MAX_CONTROL_FRAME)),
         T_DATA => Some((1, protocol::MAX_DATA_FRAME)),
-        T_SWITCH => Some((0, 0)),
+        T_SWITCH | T_RAW => Some((0, 0)),
         T_FIN | T_CREDIT => Some((8, 8)),
         // A 16-byte challenge or a 32-byte proof.
         T_AUTH => Some((16, 32)),
@@ -102,25 +114,25 @@ fn check_header(bytes: &[u8; FRAME_HEADER_LEN]) -> Option<protocol::FrameHeader>
     }
 }
 
-/// `Hello::decode`: accepted exactly for 24 bytes whose version range is well-formed and overlaps
-/// ours; an accepted HELLO re-encodes to the same bytes.
+/// `Hello::decode`: accepted exactly for 44 bytes with a role of 1 or 2, zero reserved bytes and
+/// a well-formed version range (whether it overlaps ours is decided afterwards); an accepted
+/// HELLO re-encodes to the same bytes.
 pub fn hello(data: &[u8]) {
     let _ = check_hello(data);
 }
 
 fn check_hello(payload: &[u8]) -> Option<Hello> {
-    let valid = payload.len() == 24 && {
+    let valid = payload.len() == 44 && {
         let (version, min_version) = (be16(payload, 0), be16(payload, 2));
-        min_version <= version && version >= protocol::MIN_VERSION && min_version <= protocol::VERSION
+        min_version <= version && (payload[8] == 1 || payload[8] == 2) && payload[9..12] == [0, 0, 0]
     };
     match Hello::decode(payload) {
         Ok(hello) => {
             assert!(valid, "Hello::decode accepted {payload:02x?} as {hello:?}");
             assert_eq!(&hello.encode()[..], payload, "HELLO round trip");
-            // The two version ranges overlap: there is a version both sides speak.
-            let low = hello.min_version.max(protocol::MIN_VERSION);
-            let high = hello.version.min(protocol::VERSION);
-            assert!(low <= high, "{hello:?} shares no version with {}..={}", protocol::MIN_VERSION, protocol::VERSION);
+            let (version, min_version) = (be16(payload, 0), be16(payload, 2));
+            let shared = version >= protocol::MIN_VERSION && min_version <= protocol::VERSION;
+            assert_eq!(hello.shares_version(), shared, "{hello:?}");
             Some(hello)
         }
         Err(e) => {
@@ -165,17 +177,17 @@ fn check_addr(payload: &[u8]) -> Option<Addr> {
 /// How a peer's TCP stream ends for the side that reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum End {
-    /// Not a hadroNIO peer: the bytes are the stream itself (server side), or a server that
-    /// closed before it said anything (client side, no bytes).
-    Plain,
-    /// The bytes ran out (at or inside a frame). With a FIN before: end of stream; without:
-    /// the connection was reset.
+    /// The peer's stream ended while it was raw (a plain peer, or after its RAW): a plain end
+    /// of stream.
+    Raw,
+    /// The bytes ran out while they carried frames (at or inside a frame). With a FIN before:
+    /// end of stream; without: the connection was reset.
     Eof,
     /// A protocol violation: the connection fails with this message.
     Error(String),
 }
 
-/// What the parser of a connection makes of the bytes a peer sent before closing its socket.
+/// What the parser of a connection makes of the bytes a peer sent after its mark.
 #[derive(Clone, Debug)]
 pub struct Outcome {
     /// Stream bytes delivered to the application, in order.
@@ -187,14 +199,18 @@ pub struct Outcome {
     pub frames: usize,
 }
 
-/// The parser state of `Conn` that decides which frame may come next.
+/// The state of the negotiation's parser that decides which frame may come next (no shared
+/// secret configured, this side able to use UCX).
 #[derive(Default)]
 struct Model {
-    /// This side has a UCX link and sent ADDR: the peer may SWITCH.
+    /// This side sent ADDR: the peer may SWITCH.
     link: bool,
     hello: bool,
     addr: bool,
     switched: bool,
+    raw: bool,
+    /// The peer's HELLO is not a peer's (its role is ours): only DATA, RAW and FIN count.
+    reflected: bool,
     fin: Option<u64>,
     data: Vec<u8>,
     frames: usize,
@@ -207,46 +223,66 @@ impl Model {
         Outcome { data: self.data, fin: self.fin, end, frames: self.frames }
     }
 
-    /// A complete control frame, checked in the order `Conn::on_frame` checks it (no shared
-    /// secret configured).
-    fn on_frame(&mut self, kind: u8, payload: &[u8]) -> Result<Vec<u8>, String> {
+    /// A complete control frame, checked in the order the negotiation checks it. `peer_role`:
+    /// the role byte a genuine peer's HELLO carries.
+    fn on_frame(&mut self, kind: u8, payload: &[u8], peer_role: u8) -> Result<Vec<u8>, String> {
+        if self.reflected {
+            return match kind {
+                T_RAW => {
+                    self.raw = true;
+                    Ok(Vec::new())
+                }
+                T_FIN => {
+                    self.fin = Some(0);
+                    Ok(payload.to_vec())
+                }
+                _ => Ok(payload.to_vec()),
+            };
+        }
         match kind {
             T_HELLO => {
-                if self.hello {
-                    return Err("second HELLO".into());
-                }
                 let decoded = Hello::decode(payload);
                 let checked = check_hello(payload);
                 let hello = decoded.map_err(|e| e.0)?;
                 assert_eq!(Some(hello), checked);
-                if hello.capabilities & protocol::CAP_AUTH != 0 {
-                    return Err("the peer requires a shared secret".into());
+                if self.hello {
+                    return Err("second HELLO".into());
                 }
                 self.hello = true;
+                if payload[8] != peer_role {
+                    self.reflected = true;
+                } else if hello.capabilities & protocol::CAP_AUTH != 0 {
+                    return Err("the peer requires a shared secret".into());
+                }
                 Ok(hello.encode().to_vec())
             }
+            T_AUTH => Err("AUTH without a shared secret".into()),
             T_ADDR => {
                 if !self.hello || self.addr {
                     return Err("ADDR out of order".into());
                 }
+                self.addr = true;
                 let decoded = Addr::decode(payload);
                 let checked = check_addr(payload);
                 let addr = decoded.map_err(|e| e.0)?;
                 assert_eq!(Some(&addr), checked.as_ref());
-                self.addr = true;
                 Ok(addr.encode())
             }
             T_SWITCH => {
-                if self.switched || self.fin.is_some() {
+                if self.switched || self.raw || self.fin.is_some() {
                     return Err("SWITCH out of order".into());
-                }
-                if !self.hello {
-                    return Err("SWITCH before HELLO".into());
                 }
                 if !self.link {
                     return Err("SWITCH before this side sent ADDR".into());
                 }
                 self.switched = true;
+                Ok(Vec::new())
+            }
+            T_RAW => {
+                if self.switched || self.raw || self.fin.is_some() {
+                    return Err("RAW out of order".into());
+                }
+                self.raw = true;
                 Ok(Vec::new())
             }
             T_FIN => {
@@ -261,19 +297,26 @@ impl Model {
                 self.fin = Some(messages);
                 Ok(payload.to_vec())
             }
-            // CREDIT travels only before an endpoint exists and is not taken on TCP; AUTH only
-            // with a shared secret; anything else was refused by the header already.
+            // CREDIT is never sent; anything else was refused by the header already.
             _ => Err(format!("unexpected frame type {kind}")),
         }
     }
 }
 
-/// Parses the frames that follow the magic, as `Conn::pump` does, checking each header and
-/// payload with the decoder checks above. `link`: this side sent ADDR, so SWITCH is allowed.
-pub fn parse_frames(bytes: &[u8], link: bool) -> Outcome {
+/// Parses the frames that follow the magic, as the negotiation does, checking each header and
+/// payload with the decoder checks above. `link`: this side sent ADDR, so SWITCH is allowed;
+/// `peer_role`: the role byte of a genuine peer's HELLO. Bytes after a RAW frame are raw stream
+/// bytes.
+pub fn parse_frames(bytes: &[u8], link: bool, peer_role: u8) -> Outcome {
     let mut model = Model { link, ..Model::default() };
     let mut pos = 0;
     let end = loop {
+        if model.raw {
+            model.data.extend_from_slice(&bytes[pos..]);
+            model.reencoded.extend_from_slice(&bytes[pos..]);
+            pos = bytes.len();
+            break End::Raw;
+        }
         let Some(header_bytes) = bytes.get(pos..pos + FRAME_HEADER_LEN) else { break End::Eof };
         let header_bytes: [u8; FRAME_HEADER_LEN] = header_bytes.try_into().unwrap();
         let checked = check_header(&header_bytes);
@@ -286,7 +329,7 @@ pub fn parse_frames(bytes: &[u8], link: bool) -> Outcome {
         let body = &bytes[pos + FRAME_HEADER_LEN..];
         if kind == T_DATA {
             if model.switched || model.fin.is_some() {
-                break End::Error("DATA after SWITCH or FIN".into());
+                break End::Error("DATA after SWITCH, RAW or FIN".into());
             }
             let n = header.length.min(body.len());
             model.data.extend_from_slice(&body[..n]);
@@ -296,7 +339,7 @@ pub fn parse_frames(bytes: &[u8], link: bool) -> Outcome {
             protocol::put_frame(&mut model.reencoded, header.kind, &body[..n]);
         } else {
             let Some(payload) = body.get(..header.length) else { break End::Eof };
-            match model.on_frame(kind, payload) {
+            match model.on_frame(kind, payload, peer_role) {
                 Ok(reencoded) => protocol::put_frame(&mut model.reencoded, header.kind, &reencoded),
                 Err(message) => break End::Error(message),
             }
@@ -310,53 +353,36 @@ pub fn parse_frames(bytes: &[u8], link: bool) -> Outcome {
     model.end(end)
 }
 
-/// The outcome for the side that accepted the connection (a server: it learns from the first
-/// bytes whether the peer speaks hadroNIO).
-pub fn expect_server(stream: &[u8], link: bool) -> Outcome {
-    let plain = |end| Outcome { data: stream.to_vec(), fin: None, end, frames: 0 };
-    // Anything but the whole magic (a proper prefix of it included, the peer having closed
-    // after it) is a plain TCP stream.
-    if stream.len() < MAGIC.len() || stream[..MAGIC.len()] != MAGIC {
-        return plain(End::Plain);
-    }
-    parse_frames(&stream[MAGIC.len()..], link)
-}
-
-/// The outcome for the side that connected (a client: the server must answer with the magic).
-pub fn expect_client(stream: &[u8], link: bool) -> Outcome {
-    if stream.is_empty() {
-        // The server closed before it said anything: a plain end of stream.
-        return Outcome { data: Vec::new(), fin: None, end: End::Plain, frames: 0 };
-    }
+/// The outcome for a side reading what a peer sent after its mark: the magic, then frames.
+pub fn expect_framed(stream: &[u8], link: bool, peer_role: u8) -> Outcome {
     let n = stream.len().min(MAGIC.len());
     if stream[..n] != MAGIC[..n] {
-        return Outcome { data: Vec::new(), fin: None, end: End::Error("not a hadroNIO server".into()), frames: 0 };
+        return Outcome { data: Vec::new(), fin: None, end: End::Error("not the hadroNIO greeting".into()), frames: 0 };
     }
     if n < MAGIC.len() {
         return Outcome { data: Vec::new(), fin: None, end: End::Eof, frames: 0 };
     }
-    parse_frames(&stream[MAGIC.len()..], link)
+    parse_frames(&stream[MAGIC.len()..], link, peer_role)
 }
 
-/// Frame sequences: `[context][frames after the magic]`, context bit 0 = this side sent ADDR.
-/// Each frame goes through header validation and then the payload decoder of its type; the
-/// frames taken must re-encode to the input, DATA bytes come only from DATA frames.
+/// Frame sequences: `[context][frames after the magic]`, context bit 0 = this side sent ADDR,
+/// bit 1 = this side is the client (the peer's HELLO must say server). Each frame goes through
+/// header validation and then the payload decoder of its type; the frames taken must re-encode
+/// to the input, application bytes come only from DATA frames and from after RAW.
 pub fn control_frames(data: &[u8]) {
     let Some((&context, bytes)) = data.split_first() else { return };
     let link = context & 1 != 0;
-    let outcome = parse_frames(bytes, link);
+    let peer_role = if context & 2 != 0 { 2 } else { 1 };
+    let outcome = parse_frames(bytes, link, peer_role);
     assert!(outcome.data.len() <= bytes.len());
     if outcome.fin.is_some_and(|m| m != 0) {
         assert!(link, "a FIN counting UCX messages without a switch: {outcome:?}");
     }
-    // The same bytes behind the magic read the same on both sides.
+    // The same bytes behind the magic read the same.
     let mut stream = MAGIC.to_vec();
     stream.extend_from_slice(bytes);
-    let server = expect_server(&stream, link);
-    let client = expect_client(&stream, link);
-    for other in [&server, &client] {
-        assert_eq!((&other.data, other.fin, &other.end), (&outcome.data, outcome.fin, &outcome.end));
-    }
+    let framed = expect_framed(&stream, link, peer_role);
+    assert_eq!((&framed.data, framed.fin, &framed.end), (&outcome.data, outcome.fin, &outcome.end));
 }
 
 // --- UCX tags and credits --------------------------------------------------------------------
@@ -566,26 +592,62 @@ impl Observed {
     }
 }
 
-/// `[config][bytes]`: a raw TCP peer sends the bytes (the magic first if config bit 7 is set) to
-/// a real `Conn`, which accepted the connection (config bit 6 clear) or made it (bit 6 set),
-/// in pieces between non-blocking reads of varying size and, with bit 5, small writes; then it
-/// closes its socket and the connection is read to its end. What the connection delivers and
-/// how it ends must match [`expect_server`]/[`expect_client`]: every DATA byte in order and
+/// Urgent data on a raw socket: `Some(byte)` if one is there to read.
+fn recv_urgent(peer: &TcpStream) -> Option<u8> {
+    let mut byte = 0u8;
+    // SAFETY: reads at most one byte into a local.
+    let n = unsafe { libc::recv(peer.as_raw_fd(), &mut byte as *mut u8 as *mut libc::c_void, 1, libc::MSG_OOB | libc::MSG_DONTWAIT) };
+    (n == 1).then_some(byte)
+}
+
+fn send_urgent(peer: &TcpStream, byte: u8) {
+    // SAFETY: sends one byte from a local.
+    let n = unsafe { libc::send(peer.as_raw_fd(), &byte as *const u8 as *const libc::c_void, 1, libc::MSG_OOB) };
+    assert_eq!(n, 1, "sending urgent data");
+}
+
+/// Drives `conn` with reads until the raw peer finds the urgent byte `wanted` (a hadroNIO side
+/// answers within a few reads).
+fn await_urgent(conn: &Conn, peer: &TcpStream, seen: &mut Observed, wanted: u8) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Some(byte) = recv_urgent(peer) {
+            if byte == wanted {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "the connection never sent urgent byte {wanted:#04x}");
+        seen.read(conn, 64);
+        std::thread::yield_now();
+    }
+}
+
+/// `[config][bytes]`: a raw TCP peer talks to a real `Conn`, which accepted the connection
+/// (config bit 6 clear) or made it (bit 6 set). With config bit 7 the peer speaks hadroNIO's
+/// urgent handshake (its offer or answer, then its mark after the connection's) and the bytes
+/// follow the magic after its mark; without, it is a plain peer and the bytes are its stream.
+/// The bytes go in pieces between non-blocking reads of varying size and, with bit 5, small
+/// writes; then the peer closes its socket and the connection is read to its end. What the
+/// connection delivers and how it ends must match the model: a plain peer's bytes exactly, then
+/// end of stream; for a hadroNIO peer every DATA byte (and every raw byte after RAW) in order and
 /// nothing else, end of stream after a FIN, a reset without one, a protocol error (after a
 /// prefix of the data) for a violation, and never a hang.
 pub fn stream(data: &[u8]) {
     let Some((&config, body)) = data.split_first() else { return };
     let client_role = config & 0x40 != 0;
     let writes = config & 0x20 != 0;
+    let hadronio = config & 0x80 != 0;
+    let peer_role = if client_role { 2 } else { 1 };
     let mut bytes = Vec::with_capacity(body.len() + MAGIC.len());
-    if config & 0x80 != 0 {
+    if hadronio {
         bytes.extend_from_slice(&MAGIC);
     }
     bytes.extend_from_slice(body);
-    let expected = if client_role { expect_client(&bytes, false) } else { expect_server(&bytes, false) };
-    // A write binds the connection to a hub, which sends ADDR (once the magic came): from then
-    // on a SWITCH is in order, so either parse may be the right one.
-    let bound = writes.then(|| if client_role { expect_client(&bytes, true) } else { expect_server(&bytes, true) });
+    let plain = Outcome { data: body.to_vec(), fin: None, end: End::Raw, frames: 0 };
+    let expected = if hadronio { expect_framed(&bytes, false, peer_role) } else { plain.clone() };
+    // A write may bind the connection to a hub, which then sends ADDR (after a genuine HELLO):
+    // from then on a SWITCH is in order, so either parse may be the right one.
+    let bound = (writes && hadronio).then(|| expect_framed(&bytes, true, peer_role));
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((config as u64) << 32 | body.len() as u64));
 
     let harness = harness();
@@ -602,6 +664,18 @@ pub fn stream(data: &[u8]) {
     peer.set_nodelay(true).unwrap();
 
     let mut seen = Observed { data: Vec::new(), end: None, message: String::new() };
+    if hadronio {
+        if client_role {
+            // The connection offered; answer, wait for its mark, then mark our own stream.
+            send_urgent(&peer, ACCEPT);
+            await_urgent(&conn, &peer, &mut seen, MARK_CLIENT);
+            send_urgent(&peer, MARK_SERVER);
+        } else {
+            send_urgent(&peer, OFFER);
+            await_urgent(&conn, &peer, &mut seen, ACCEPT);
+            send_urgent(&peer, MARK_CLIENT);
+        }
+    }
     let mut sent = 0;
     while sent < bytes.len() && seen.end.is_none() {
         let piece = rng.pick(&[1, 2, 3, 5, 8, 13, 64, 512, 4096, usize::MAX]).min(bytes.len() - sent);
@@ -641,7 +715,7 @@ pub fn stream(data: &[u8]) {
         let everything = seen.data == expected.data;
         let prefix = expected.data.starts_with(&seen.data);
         match (&expected.end, seen.end) {
-            (End::Plain, Some(Status::Eof)) => everything,
+            (End::Raw, Some(Status::Eof)) => everything,
             (End::Eof, Some(Status::Eof)) => expected.fin.is_some() && everything,
             // Without a FIN; or with one whose UCX messages never came (none are sent here).
             (End::Eof, Some(Status::Reset)) => expected.fin.map_or(true, |m| m > 0) && everything,
@@ -654,4 +728,65 @@ pub fn stream(data: &[u8]) {
     };
     let ok = agrees(&expected) || bound.as_ref().is_some_and(|b| agrees(b));
     assert!(ok, "the connection disagrees with the protocol model\n{}\nor, bound: {bound:?}", context());
+}
+
+// --- the negotiation over simulated TCP ------------------------------------------------------
+
+/// `[seed: 8][config][client length][server length]`: two negotiations, or one and a plain peer,
+/// run the way connections run them over simulated TCP whose arrival steps and partial sends come
+/// from the seed. Config bits 0-1: both hadroNIO, a plain client, a plain server, a plain echo
+/// server; bit 2: the client has a secret, bit 3: the server has one, bit 4: they differ; bit 5:
+/// the UCX path loses probes; bit 6: the client may not upgrade, bit 7: the server may not.
+/// Every application reads exactly the bytes the other one wrote, with one exception: when both
+/// would upgrade and their secrets differ, both fail, the server application reads nothing, and
+/// neither does a client with a secret. Nothing hangs (the runners give up and panic).
+pub fn negotiation(data: &[u8]) {
+    use hadronio::core::protocol::Role;
+    use hadronio::core::stream::sim::{against_plain, pattern, policy, run_pair};
+
+    let mut input = Bytes(data);
+    let seed = input.u64();
+    let config = input.u8().unwrap_or(0);
+    let client_len = input.u8().unwrap_or(0) as usize * 97;
+    let server_len = input.u8().unwrap_or(0) as usize * 89;
+    let client_secret: Option<&[u8]> = (config & 4 != 0).then_some(b"one");
+    let server_secret: Option<&[u8]> = (config & 8 != 0).then_some(if config & 16 != 0 { b"two" } else { b"one" });
+    match config & 3 {
+        0 => {
+            let mut client = policy(Role::Client, client_secret, 11);
+            let mut server = policy(Role::Server, server_secret, 22);
+            if config & 64 != 0 {
+                client.upgrade = Err(String::from("off"));
+            }
+            if config & 128 != 0 {
+                server.upgrade = Err(String::from("off"));
+            }
+            let both = client.upgrade.is_ok() && server.upgrade.is_ok();
+            let (client, server) = run_pair(seed, client, server, (client_len, server_len), config & 32 != 0);
+            if both && client_secret != server_secret {
+                assert!(client.failed.is_some() && server.failed.is_some(), "secrets differ: both fail ({:?}, {:?})", client.failed, server.failed);
+                assert!(server.received.is_empty(), "the server application read {} bytes of a peer that failed authentication", server.received.len());
+                if client_secret.is_some() {
+                    assert!(client.received.is_empty(), "the client application read {} bytes", client.received.len());
+                }
+            } else {
+                assert!(client.failed.is_none() && server.failed.is_none(), "{:?} {:?}", client.failed, server.failed);
+                assert!(server.received == pattern(client_len, 1), "the server read {} of {client_len} bytes", server.received.len());
+                assert!(client.received == pattern(server_len, 2), "the client read {} of {server_len} bytes", client.received.len());
+            }
+        }
+        kind => {
+            let (role, secret, echo) = match kind {
+                1 => (Role::Server, server_secret, false),
+                2 => (Role::Client, client_secret, false),
+                _ => (Role::Client, client_secret, true),
+            };
+            let peer_data = if echo { Vec::new() } else { pattern(server_len, 9) };
+            let (side, peer_got) = against_plain(seed, role, secret, client_len, peer_data.clone(), echo);
+            assert!(side.failed.is_none(), "{:?}", side.failed);
+            assert!(peer_got == pattern(client_len, 1), "the plain peer read {} of {client_len} bytes", peer_got.len());
+            let expected = if echo { pattern(client_len, 1) } else { peer_data };
+            assert!(side.received == expected, "the hadroNIO side read {} of {} bytes", side.received.len(), expected.len());
+        }
+    }
 }

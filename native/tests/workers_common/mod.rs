@@ -16,28 +16,33 @@ fn region(buf: &mut [u8]) -> [Region; 1] {
 }
 
 /// A blocking connection from a fresh client to `listener` whose server side is bound to `hub`,
-/// after a round trip (both sides have switched to UCX).
+/// after round trips until both sides have switched to UCX (a few round trips: offer, marks,
+/// greeting, probe).
 pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn>, Arc<Conn>) {
     let addr = listener.local_addr().unwrap().unwrap();
     let client = Conn::open().unwrap();
     assert!(client.connect(&addr, true, None).unwrap());
     let server = listener.accept(true, None).unwrap().unwrap();
     server.bind_hub(hub).unwrap();
-    let mut hello = vec![round; 1000];
-    assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
-    let mut echo = vec![0u8; hello.len()];
-    let mut got = 0;
-    while got < echo.len() {
-        got += server.read(&region(&mut echo[got..]), true, None).unwrap();
+    for _ in 0..1000 {
+        let mut hello = vec![round; 1000];
+        assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
+        let mut echo = vec![0u8; hello.len()];
+        let mut got = 0;
+        while got < echo.len() {
+            got += server.read(&region(&mut echo[got..]), true, None).unwrap();
+        }
+        assert_eq!(server.write(&region(&mut echo), true).unwrap(), echo.len());
+        got = 0;
+        while got < hello.len() {
+            got += client.read(&region(&mut hello[got..]), true, None).unwrap();
+        }
+        assert!(hello.iter().all(|&b| b == round), "round {round}: echo differs");
+        if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
+            return (client, server);
+        }
     }
-    assert_eq!(server.write(&region(&mut echo), true).unwrap(), echo.len());
-    got = 0;
-    while got < hello.len() {
-        got += client.read(&region(&mut hello[got..]), true, None).unwrap();
-    }
-    assert!(client.describe().starts_with("ucx"), "round {round}: {}", client.describe());
-    assert!(server.describe().starts_with("ucx"), "round {round}: {}", server.describe());
-    (client, server)
+    panic!("round {round}: no upgrade; client {}, server {}", client.describe(), server.describe());
 }
 
 /// Closes both ends (client first) and lets the server see the end of the stream.

@@ -14,7 +14,7 @@ import java.util.Locale;
  * <tr><td>hadronio.sendBufferLength</td><td>262144</td><td>bytes a connection may stage</td></tr>
  * <tr><td>hadronio.spinMicros</td><td>50</td><td>longest busy-poll before sleeping</td></tr>
  * <tr><td>hadronio.lingerMillis</td><td>30000</td><td>how long close keeps delivering data</td></tr>
- * <tr><td>hadronio.livenessMillis</td><td>4000</td><td>how long an upgraded connection may hear
+ * <tr><td>hadronio.livenessMillis</td><td>30000</td><td>how long an upgraded connection may hear
  * nothing from the peer's host before it fails (0: the kernel's TCP defaults)</td></tr>
  * <tr><td>hadronio.spareWorkers</td><td>4</td><td>UCX workers of closed blocking channels kept
  * for reuse</td></tr>
@@ -23,6 +23,10 @@ import java.util.Locale;
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
  * <tr><td>hadronio.secret</td><td></td><td>shared secret both ends of an upgrade must prove
  * (also {@code HADRONIO_SECRET})</td></tr>
+ * <tr><td>hadronio.offerMillis</td><td>200</td><td>with a secret: how long a client holds its bytes
+ * waiting for a hadroNIO server's answer before it treats the server as a plain one</td></tr>
+ * <tr><td>hadronio.rules</td><td></td><td>which connections may upgrade (checked natively; an
+ * invalid rule stops the provider)</td></tr>
  * </table>
  */
 public final class Config {
@@ -37,6 +41,8 @@ public final class Config {
     public static final String UCX_LIBRARY = "hadronio.ucx.library";
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
     public static final String SECRET = "hadronio.secret";
+    public static final String OFFER_MILLIS = "hadronio.offerMillis";
+    public static final String RULES = "hadronio.rules";
 
     /** Maximum length of a read or write buffer staged through temporary direct memory. */
     public static final int TEMPORARY_BUFFER_LIMIT = 1 << 20;
@@ -48,6 +54,8 @@ public final class Config {
     final long lingerMillis;
     final long livenessMillis;
     final long spareWorkers;
+    final long offerMillis;
+    final String rules;
     final boolean ucx;
     final boolean ipv6;
     final boolean systemUcx;
@@ -60,7 +68,10 @@ public final class Config {
         sendBufferLength = (int) integer(SEND_BUFFER_LENGTH, 262144, 0, 1 << 30);
         spinNanos = integer(SPIN_MICROS, 50, 0, 10_000) * 1000;
         lingerMillis = integer(LINGER_MILLIS, 30_000, 0, 3_600_000);
-        livenessMillis = integer(LIVENESS_MILLIS, 4000, 0, 86_400_000);
+        livenessMillis = integer(LIVENESS_MILLIS, 30_000, 0, 86_400_000);
+        offerMillis = integer(OFFER_MILLIS, 200, 0, 60_000);
+        String rulesText = System.getProperty(RULES);
+        rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
         String library = System.getenv("HADRONIO_UCX");
@@ -74,6 +85,11 @@ public final class Config {
             shared = System.getenv("HADRONIO_SECRET");
         }
         secret = shared == null || shared.isEmpty() ? null : shared.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The rules text ({@code hadronio.rules}), empty if unset. */
+    String rules() {
+        return rules;
     }
 
     /** The shared secret's bytes, or null. */
@@ -102,7 +118,7 @@ public final class Config {
     long[] values() {
         return new long[] {
             slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
-            spareWorkers
+            spareWorkers, offerMillis
         };
     }
 

@@ -27,7 +27,7 @@ public final class Native {
     private Native() {
     }
 
-    static native void init(long[] settings, byte[] secret);
+    static native void init(long[] settings, byte[] secret, String rules);
 
     public static native String version();
 

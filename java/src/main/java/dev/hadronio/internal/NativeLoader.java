@@ -44,9 +44,11 @@ public final class NativeLoader {
             Path directory = config.nativeDirectory() != null ? Paths.get(config.nativeDirectory()) : extract(config.systemUcx());
             loadFrom(directory, config.systemUcx());
             try {
-                Native.init(config.values(), config.secret());
+                Native.init(config.values(), config.secret(), config.rules());
             } catch (IllegalStateException e) {
                 throw new UnsatisfiedLinkError("hadroNIO cannot use the loaded UCX: " + e.getMessage());
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("invalid hadroNIO setting " + e.getMessage(), e);
             }
             LOG.log(Level.DEBUG, () -> "loaded " + Native.version() + " from " + directory);
             loaded = true;

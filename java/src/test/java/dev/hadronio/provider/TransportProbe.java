@@ -7,7 +7,11 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 
-/** Connects two channels in this JVM, exchanges a few bytes and prints both paths. */
+/**
+ * Connects two channels in this JVM, exchanges round trips until both have switched to UCX (the
+ * upgrade takes a few; at most 10 s, or 200 round trips when it is switched off) and prints both
+ * paths.
+ */
 public final class TransportProbe {
     private TransportProbe() {
     }
@@ -20,7 +24,14 @@ public final class TransportProbe {
                 client.connect(server.getLocalAddress());
                 try (SocketChannel accepted = server.accept()) {
                     ByteBuffer buffer = ByteBuffer.allocate(4);
-                    for (int round = 0; round < 3; round++) {
+                    long deadline = System.nanoTime() + 10_000_000_000L;
+                    HadronioSocketChannel c = (HadronioSocketChannel) client;
+                    HadronioSocketChannel a = (HadronioSocketChannel) accepted;
+                    for (int round = 0; System.nanoTime() - deadline < 0; round++) {
+                        boolean upgraded = c.transportDescription().startsWith("ucx") && a.transportDescription().startsWith("ucx");
+                        if (upgraded || (round >= 200 && "tcp".equals(System.getProperty("hadronio.transport")))) {
+                            break;
+                        }
                         buffer.clear();
                         client.write(buffer);
                         buffer.clear();

@@ -30,19 +30,22 @@ import org.junit.runners.Parameterized.Parameter;
 import org.junit.runners.Parameterized.Parameters;
 
 /**
- * Hostile input: raw {@code java.net.Socket} clients send a hadroNIO server (an echo server in a
- * child JVM, {@link EchoServerPeer}, blocking accept loop or selector) garbage, truncated and
- * oversized frames, wrong versions, bogus credit frames and forged UCX worker addresses, and close
- * in the middle of the handshake, one after the other, while a well-behaved hadroNIO client in this
- * JVM does echo round trips over UCX on the same server the whole time.
+ * Hostile input: raw {@code java.net.Socket} clients meet a hadroNIO server (an echo server in a
+ * child JVM, {@link EchoServerPeer}, blocking accept loop or selector). Some speak no hadroNIO at
+ * all (plain bytes, some of which look like hadroNIO); the others take part in the out-of-band
+ * handshake (an urgent offer, the server's urgent answer, their urgent mark) and then send
+ * garbage, truncated and oversized frames, wrong versions, bogus frames, forged UCX worker
+ * addresses, or close in the middle of the handshake, one after the other, while a well-behaved
+ * hadroNIO client in this JVM does echo round trips over UCX on the same server the whole time.
  *
- * <p>For every hostile connection: the server serves it as plain TCP where the design says so
- * (first bytes that are not the hadroNIO greeting), serves it on TCP without upgrading (an ADDR
- * whose UCX worker address cannot be used), or fails it (the server's read throws an
- * {@code IOException} naming the problem, the server closes it, the raw client sees the close);
- * and the server's native log ({@code HADRONIO_LOG=info}) has a line naming what was wrong, tied to
- * the client by its address. Throughout: the good client keeps getting correct echoes, its
- * connection stays on UCX, and the server JVM never dies, panics or aborts.
+ * <p>For every hostile connection: the server serves it as plain TCP (no offer, or an offer never
+ * followed by a mark: the bytes are echoed as they are), keeps it on TCP after giving the upgrade
+ * up (an unusable HELLO or ADDR: the echo comes back after the server's RAW frame), or fails it
+ * (the server's read throws an {@code IOException} naming the problem, the server closes it, the
+ * raw client sees the close); and the server's native log ({@code HADRONIO_LOG=info}) has a line
+ * naming what was wrong or which path it took, tied to the client by its address. Throughout: the
+ * good client keeps getting correct echoes, its connection stays on UCX, and the server JVM never
+ * dies, panics or aborts.
  *
  * <p>The server runs with {@code UCX_TLS=sm,self}: a forged worker address can then name nothing
  * but shared memory on this host, never a network address.
@@ -51,6 +54,8 @@ import org.junit.runners.Parameterized.Parameters;
 public class HostileClientTest {
     /** How long the server may take to close a connection it must fail. */
     static final int CLOSE_BOUND_MILLIS = 10_000;
+    /** The server's liveness bound, which ends the wait for UCX messages a FIN announced. */
+    static final int LIVENESS_MILLIS = 3000;
 
     static final byte[] MAGIC = {(byte) 0x89, 'h', 'N', 'I', 'O', '\r', '\n', 0x1a};
     static final int HELLO = 1;
@@ -59,6 +64,14 @@ public class HostileClientTest {
     static final int SWITCH = 4;
     static final int FIN = 5;
     static final int CREDIT = 6;
+    static final int AUTH = 7;
+    static final int RAW = 8;
+    static final int OFFER = 0x00;
+    static final int ACCEPT = 0xa1;
+    static final int MARK_CLIENT = 0xa2;
+    static final int MARK_SERVER = 0xa3;
+    static final int CLIENT = 1;
+    static final int SERVER = 2;
 
     @Parameters(name = "{0}")
     public static List<Object[]> parameters() {
@@ -71,7 +84,7 @@ public class HostileClientTest {
     private final Resources resources = new Resources();
 
     @Rule
-    public final TestRule rules = resources.withTimeout(120);
+    public final TestRule rules = resources.withTimeout(180);
 
     /** What the server must do with a hostile connection. */
     enum Expect {
@@ -79,8 +92,18 @@ public class HostileClientTest {
         PLAIN,
         /** Fail it: the server's read throws, the server closes the connection. */
         FAIL,
-        /** Keep it on TCP (no upgrade): DATA frames are echoed, FIN ends it. */
-        TCP
+        /** Give the upgrade up and keep it on TCP: a DATA frame is echoed, FIN ends it. */
+        FALLBACK
+    }
+
+    /** How the raw client takes part in the handshake. */
+    enum Handshake {
+        /** Not at all: a plain client. */
+        NONE,
+        /** Offers, takes the answer and never marks: plain bytes after the offer. */
+        OFFER_ONLY,
+        /** Offers, takes the answer, marks: hadroNIO frames (or whatever the case sends) follow. */
+        MARK
     }
 
     /** How the raw client ends its side after sending. */
@@ -88,17 +111,25 @@ public class HostileClientTest {
 
     static final class Case {
         final String name;
+        final Handshake handshake;
         final byte[] bytes;
+        /** Bytes sent once the server's ADDR came (null: none). */
+        final byte[] afterAddr;
         final Ending ending;
         final Expect expect;
         /** Text the server's exception (CLOSED line) must contain, or null. */
         final String exception;
         /** Text the server's log line about this connection must contain, or null. */
         final String log;
+        /** An urgent byte sent instead of the mark (-1: the mark). */
+        int urgentInstead = -1;
 
-        Case(String name, byte[] bytes, Ending ending, Expect expect, String exception, String log) {
+        Case(String name, Handshake handshake, byte[] bytes, byte[] afterAddr, Ending ending, Expect expect,
+                String exception, String log) {
             this.name = name;
+            this.handshake = handshake;
             this.bytes = bytes;
+            this.afterAddr = afterAddr;
             this.ending = ending;
             this.expect = expect;
             this.exception = exception;
@@ -121,10 +152,11 @@ public class HostileClientTest {
         return concat(header(type, payload.length), payload);
     }
 
-    /** A HELLO from a process on an unknown host (host 0). */
-    static byte[] hello(int version, int minVersion, int capabilities) {
-        return frame(HELLO, ByteBuffer.allocate(24).putShort((short) version).putShort((short) minVersion)
-                .putInt(capabilities).putLong(0).putLong(0x5eedL).array());
+    /** A HELLO of `role` from a process on an unknown host (host 0). */
+    static byte[] hello(int version, int minVersion, int capabilities, int role) {
+        return frame(HELLO, ByteBuffer.allocate(44).putShort((short) version).putShort((short) minVersion)
+                .putInt(capabilities).put((byte) role).put(new byte[3]).putLong(0x5eed_0001L).putLong(0)
+                .putLong(0).putLong(0x5eedL).array());
     }
 
     static byte[] addr(byte[] workerAddress) {
@@ -154,75 +186,101 @@ public class HostileClientTest {
         return bytes;
     }
 
+    static Case plain(String name, byte[] bytes, Ending ending, String log) {
+        return new Case(name, Handshake.NONE, bytes, null, ending, Expect.PLAIN, null, log);
+    }
+
+    static Case fail(String name, byte[] afterMark, Ending ending, String exception, String log) {
+        return new Case(name, Handshake.MARK, afterMark, null, ending, Expect.FAIL, exception, log);
+    }
+
+    static Case fallback(String name, byte[] afterMark, String log) {
+        return new Case(name, Handshake.MARK, afterMark, null, Ending.KEEP_OPEN, Expect.FALLBACK, null, log);
+    }
+
     static List<Case> cases() {
-        byte[] goodHello = hello(2, 2, 1);
+        byte[] goodHello = hello(3, 3, 1, CLIENT);
+        String handshake = "failed during the hadroNIO handshake";
         List<Case> cases = new ArrayList<>();
         byte[] text = "GET / HTTP/1.0\r\nHost: hadronio\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
-        cases.add(new Case("http request", text, Ending.KEEP_OPEN, Expect.PLAIN, null, "served as plain TCP"));
+        String notHadronio = "stays on TCP: the peer does not speak hadroNIO";
+        cases.add(plain("http request", text, Ending.KEEP_OPEN, notHadronio));
         byte[] binary = random(4096, 1);
         binary[0] = 0x17;
-        cases.add(new Case("random bytes", binary, Ending.KEEP_OPEN, Expect.PLAIN, null, "served as plain TCP"));
-        byte[] nearMagic = concat(Arrays.copyOf(MAGIC, 4), "XXXXXXXXXXXX".getBytes(StandardCharsets.US_ASCII));
-        cases.add(new Case("half a greeting, then text", nearMagic, Ending.KEEP_OPEN, Expect.PLAIN, null,
-                "served as plain TCP"));
-        cases.add(new Case("nothing, then FIN", new byte[0], Ending.FIN, Expect.PLAIN, null, null));
+        cases.add(plain("random bytes", binary, Ending.KEEP_OPEN, notHadronio));
+        cases.add(plain("the greeting and a HELLO without an offer", concat(MAGIC, goodHello), Ending.KEEP_OPEN, notHadronio));
+        cases.add(plain("nothing, then FIN", new byte[0], Ending.FIN, "stays on TCP: the peer closed before speaking"));
+        cases.add(new Case("an offer, then plain bytes and no mark", Handshake.OFFER_ONLY, text, null, Ending.KEEP_OPEN,
+                Expect.PLAIN, null, null));
 
-        byte[] afterMagic = random(64, 2);
-        afterMagic[0] = (byte) 0xee;
-        cases.add(new Case("garbage after the greeting", concat(MAGIC, afterMagic), Ending.KEEP_OPEN, Expect.FAIL,
-                "unknown frame type 238", "unknown frame type 238"));
-        cases.add(new Case("greeting, then FIN", MAGIC, Ending.FIN, Expect.FAIL,
-                "before its HELLO", "failed during the hadroNIO handshake"));
-        cases.add(new Case("truncated HELLO, then FIN", concat(MAGIC, Arrays.copyOf(goodHello, 11)), Ending.FIN,
-                Expect.FAIL, "in the middle of a Hello frame: 3 of 24 bytes", "failed during the hadroNIO handshake"));
-        cases.add(new Case("truncated frame header, then RST", concat(MAGIC, Arrays.copyOf(goodHello, 5)),
-                Ending.RESET, Expect.FAIL, "in the middle of a frame header: 5 of 8 bytes",
-                "failed during the hadroNIO handshake"));
-        cases.add(new Case("oversized HELLO length", concat(MAGIC, header(HELLO, 0x7fffffffL)), Ending.KEEP_OPEN,
-                Expect.FAIL, "Hello frame of 2147483647 bytes", "Hello frame of 2147483647 bytes"));
-        cases.add(new Case("HELLO length 4 GiB - 1", concat(MAGIC, header(HELLO, 0xffffffffL)), Ending.KEEP_OPEN,
-                Expect.FAIL, "Hello frame of 4294967295 bytes", "Hello frame of 4294967295 bytes"));
-        cases.add(new Case("oversized ADDR length", concat(MAGIC, goodHello, header(ADDR, 16 << 20)),
-                Ending.KEEP_OPEN, Expect.FAIL, "Addr frame of 16777216 bytes", "Addr frame of 16777216 bytes"));
-        cases.add(new Case("oversized DATA length", concat(MAGIC, goodHello, header(DATA, 1 << 30)),
-                Ending.KEEP_OPEN, Expect.FAIL, "Data frame of 1073741824 bytes", "Data frame of 1073741824 bytes"));
-        cases.add(new Case("HELLO with flags", concat(MAGIC, new byte[] {HELLO, 1, 0, 0, 0, 0, 0, 24}, new byte[24]),
-                Ending.KEEP_OPEN, Expect.FAIL, "non-zero flags", "non-zero flags"));
-        byte[] helloVersion1 = ByteBuffer.allocate(8).putShort((short) 1).putShort((short) 1).putInt(1).array();
-        cases.add(new Case("protocol version 1 HELLO", concat(MAGIC, frame(HELLO, helloVersion1)), Ending.KEEP_OPEN,
-                Expect.FAIL, "Hello frame of 8 bytes (allowed 24..=24)", "Hello frame of 8 bytes (allowed 24..=24)"));
-        cases.add(new Case("wrong version", concat(MAGIC, hello(7, 7, 1)), Ending.KEEP_OPEN, Expect.FAIL,
-                "peer speaks protocol versions 7..=7", "peer speaks protocol versions 7..=7"));
-        cases.add(new Case("version 0", concat(MAGIC, hello(0, 0, 1)), Ending.KEEP_OPEN, Expect.FAIL,
-                "peer speaks protocol versions 0..=0", "peer speaks protocol versions 0..=0"));
-        cases.add(new Case("inverted version range", concat(MAGIC, hello(1, 3, 1)), Ending.KEEP_OPEN, Expect.FAIL,
+        byte[] garbage = random(64, 2);
+        garbage[0] = (byte) 0xee;
+        String notGreeting = "the bytes after the peer's mark are not the hadroNIO greeting";
+        cases.add(fail("garbage after the mark", garbage, Ending.KEEP_OPEN, notGreeting, notGreeting));
+        cases.add(fail("greeting, then FIN", MAGIC, Ending.FIN, "before its HELLO", handshake));
+        cases.add(fail("truncated HELLO, then FIN", concat(MAGIC, Arrays.copyOf(goodHello, 11)), Ending.FIN,
+                "in the middle of a Hello frame: 3 of 44 bytes", handshake));
+        cases.add(fail("truncated frame header, then RST", concat(MAGIC, Arrays.copyOf(goodHello, 5)), Ending.RESET,
+                "in the middle of a frame header: 5 of 8 bytes", handshake));
+        cases.add(fail("oversized HELLO length", concat(MAGIC, header(HELLO, 0x7fffffffL)), Ending.KEEP_OPEN,
+                "Hello frame of 2147483647 bytes", "Hello frame of 2147483647 bytes"));
+        cases.add(fail("HELLO length 4 GiB - 1", concat(MAGIC, header(HELLO, 0xffffffffL)), Ending.KEEP_OPEN,
+                "Hello frame of 4294967295 bytes", "Hello frame of 4294967295 bytes"));
+        cases.add(fail("oversized ADDR length", concat(MAGIC, goodHello, header(ADDR, 16 << 20)), Ending.KEEP_OPEN,
+                "Addr frame of 16777216 bytes", "Addr frame of 16777216 bytes"));
+        cases.add(fail("oversized DATA length", concat(MAGIC, goodHello, header(DATA, 1 << 30)), Ending.KEEP_OPEN,
+                "Data frame of 1073741824 bytes", "Data frame of 1073741824 bytes"));
+        cases.add(fail("HELLO with flags", concat(MAGIC, new byte[] {HELLO, 1, 0, 0, 0, 0, 0, 44}, new byte[44]),
+                Ending.KEEP_OPEN, "non-zero flags", "non-zero flags"));
+        byte[] version2 = ByteBuffer.allocate(24).putShort((short) 2).putShort((short) 2).putInt(1).array();
+        cases.add(fail("a protocol version 2 HELLO", concat(MAGIC, frame(HELLO, version2)), Ending.KEEP_OPEN,
+                "Hello frame of 24 bytes (allowed 44..=44)", "Hello frame of 24 bytes (allowed 44..=44)"));
+        cases.add(fail("HELLO with role 0", concat(MAGIC, hello(3, 3, 1, 0)), Ending.KEEP_OPEN, "HELLO with role 0",
+                "HELLO with role 0"));
+        cases.add(fail("inverted version range", concat(MAGIC, hello(1, 3, 1, CLIENT)), Ending.KEEP_OPEN,
                 "version range 3..=1", "version range 3..=1"));
-        cases.add(new Case("second HELLO", concat(MAGIC, goodHello, goodHello), Ending.KEEP_OPEN, Expect.FAIL,
-                "second HELLO", "second HELLO"));
-        cases.add(new Case("bogus CREDIT frame", concat(MAGIC, goodHello, frame(CREDIT, u64(-1L))), Ending.KEEP_OPEN,
-                Expect.FAIL, "unexpected Credit frame", "unexpected Credit frame"));
-        cases.add(new Case("CREDIT of 3 bytes", concat(MAGIC, goodHello, frame(CREDIT, new byte[3])),
-                Ending.KEEP_OPEN, Expect.FAIL, "Credit frame of 3 bytes", "Credit frame of 3 bytes"));
-        cases.add(new Case("FIN counting UCX messages without SWITCH", concat(MAGIC, goodHello, frame(FIN, u64(5))),
-                Ending.KEEP_OPEN, Expect.FAIL, "never switched", "never switched"));
-        // The server (bound to a worker at its first read) sent ADDR before it takes the SWITCH. The
-        // five messages never come: the read fails once hadronio.livenessMillis passed.
-        cases.add(new Case("SWITCH and a FIN counting 5 UCX messages, then FIN",
-                concat(MAGIC, goodHello, frame(SWITCH, new byte[0]), frame(FIN, u64(5))), Ending.FIN, Expect.FAIL,
+        cases.add(fail("second HELLO", concat(MAGIC, goodHello, goodHello), Ending.KEEP_OPEN, "second HELLO",
+                "second HELLO"));
+        cases.add(fail("bogus CREDIT frame", concat(MAGIC, goodHello, frame(CREDIT, u64(-1L))), Ending.KEEP_OPEN,
+                "unexpected Credit frame", "unexpected Credit frame"));
+        cases.add(fail("CREDIT of 3 bytes", concat(MAGIC, goodHello, frame(CREDIT, new byte[3])), Ending.KEEP_OPEN,
+                "Credit frame of 3 bytes", "Credit frame of 3 bytes"));
+        cases.add(fail("AUTH without a secret", concat(MAGIC, goodHello, frame(AUTH, new byte[16])), Ending.KEEP_OPEN,
+                "AUTH without a shared secret", "AUTH without a shared secret"));
+        cases.add(fail("FIN counting UCX messages without SWITCH", concat(MAGIC, goodHello, frame(FIN, u64(5))),
+                Ending.KEEP_OPEN, "never switched", "never switched"));
+        cases.add(fail("SWITCH before the server's ADDR", concat(MAGIC, goodHello, frame(SWITCH, new byte[0])),
+                Ending.KEEP_OPEN, "SWITCH before this side sent ADDR", "SWITCH before this side sent ADDR"));
+        // Once the server sent ADDR, a SWITCH is in order; the five messages never come: the read
+        // fails once the server's hadronio.livenessMillis passed.
+        cases.add(new Case("SWITCH after the server's ADDR and a FIN counting 5 UCX messages, then FIN", Handshake.MARK,
+                concat(MAGIC, goodHello), concat(frame(SWITCH, new byte[0]), frame(FIN, u64(5))), Ending.FIN, Expect.FAIL,
                 "0 of the 5 UCX messages it announced arrived", null));
-        cases.add(new Case("ADDR with 0 slots", concat(MAGIC, goodHello, frame(ADDR, concat(
+        cases.add(fail("ADDR with 0 slots", concat(MAGIC, goodHello, frame(ADDR, concat(
                 ByteBuffer.allocate(20).putInt(1).putInt(0).putInt(16384).putInt(16384).putInt(8).array(),
-                new byte[8]))), Ending.KEEP_OPEN, Expect.FAIL, "ADDR with 0 slots", "ADDR with 0 slots"));
+                new byte[8]))), Ending.KEEP_OPEN, "ADDR with 0 slots", "ADDR with 0 slots"));
+        Case wrongUrgent = fail("an urgent byte other than the mark", concat(MAGIC, goodHello), Ending.KEEP_OPEN,
+                "urgent byte 0x55 where the peer's mark was due", "urgent byte 0x55 where the peer's mark was due");
+        wrongUrgent.urgentInstead = 0x55;
+        cases.add(wrongUrgent);
+        cases.add(fail("valid HELLO, then RST", concat(MAGIC, goodHello), Ending.RESET, "Connection reset by peer", null));
+
+        cases.add(fallback("a future protocol version", concat(MAGIC, hello(7, 7, 1, CLIENT)),
+                "stays on TCP: the peer speaks hadroNIO protocol versions 7..=7"));
+        cases.add(fallback("protocol version 0", concat(MAGIC, hello(0, 0, 1, CLIENT)),
+                "stays on TCP: the peer speaks hadroNIO protocol versions 0..=0"));
+        cases.add(fallback("a HELLO without UCX", concat(MAGIC, hello(3, 3, 0, CLIENT)),
+                "stays on TCP: UCX is unavailable on the peer's side"));
+        cases.add(fallback("a HELLO of a server (a reflected stream)", concat(MAGIC, hello(3, 3, 1, SERVER)),
+                "stays on TCP: the peer's stream is this side's own, reflected"));
         byte[] forged = random(64, 3);
         forged[0] = 0x0f;
-        cases.add(new Case("ADDR with a worker address of unknown version", concat(MAGIC, goodHello, addr(forged)),
-                Ending.KEEP_OPEN, Expect.TCP, null, "stays on TCP"));
-        byte[] garbage = random(200, 4);
-        garbage[0] = 0x01;
-        cases.add(new Case("ADDR with a garbage worker address", concat(MAGIC, goodHello, addr(garbage)),
-                Ending.KEEP_OPEN, Expect.TCP, null, "stays on TCP"));
-        cases.add(new Case("valid HELLO, then RST", concat(MAGIC, goodHello), Ending.RESET, Expect.FAIL,
-                "Connection reset by peer", null));
+        cases.add(fallback("ADDR with a worker address of unknown version", concat(MAGIC, goodHello, addr(forged)),
+                "stays on TCP: UCX endpoint could not be created"));
+        byte[] forgedGarbage = random(200, 4);
+        forgedGarbage[0] = 0x01;
+        cases.add(fallback("ADDR with a garbage worker address", concat(MAGIC, goodHello, addr(forgedGarbage)),
+                "stays on TCP"));
         return cases;
     }
 
@@ -309,7 +367,7 @@ public class HostileClientTest {
         ChildJvm server = resources.add(new ChildJvm.Builder("echo server", EchoServerPeer.class)
                 .env("HADRONIO_LOG", "info")
                 .env("UCX_TLS", "sm,self")
-                .jvm("-Xmx256m")
+                .jvm("-Xmx256m", "-Dhadronio.livenessMillis=" + LIVENESS_MILLIS)
                 .args(mode)
                 .start());
         int port = Integer.parseInt(server.awaitValue("PORT", 30));
@@ -344,13 +402,33 @@ public class HostileClientTest {
         Socket socket = new Socket();
         try {
             socket.setTcpNoDelay(true);
+            // The server's urgent bytes (its answer and mark) arrive inline, where it sent them.
+            socket.setOOBInline(true);
             socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
+            socket.setSoTimeout(CLOSE_BOUND_MILLIS);
             int local = socket.getLocalPort();
             String tag = "from 127.0.0.1:" + local;
             OutputStream out = socket.getOutputStream();
-            InputStream in = socket.getInputStream();
+            ServerStream in = new ServerStream(socket.getInputStream());
+            if (hostile.handshake != Handshake.NONE) {
+                socket.sendUrgentData(OFFER);
+                int answer = in.next();
+                if (answer != ACCEPT) {
+                    return "the server's first byte after the offer is " + answer + ", not its urgent ACCEPT";
+                }
+                if (hostile.handshake == Handshake.MARK) {
+                    socket.sendUrgentData(hostile.urgentInstead >= 0 ? hostile.urgentInstead : MARK_CLIENT);
+                }
+            }
             out.write(hostile.bytes);
             out.flush();
+            if (hostile.afterAddr != null) {
+                if (!in.awaitFrame(ADDR)) {
+                    return "the server sent no ADDR";
+                }
+                out.write(hostile.afterAddr);
+                out.flush();
+            }
             if (hostile.ending == Ending.RESET) {
                 socket.setSoLinger(true, 0);
                 socket.close();
@@ -359,23 +437,23 @@ public class HostileClientTest {
             }
 
             if (hostile.expect == Expect.PLAIN && hostile.bytes.length > 0) {
-                byte[] echoed = in.readNBytes(hostile.bytes.length);
+                byte[] echoed = in.raw(hostile.bytes.length);
                 if (!Arrays.equals(hostile.bytes, echoed)) {
                     return "served as plain TCP, the echo differs (" + echoed.length + " bytes)";
                 }
                 socket.shutdownOutput();
-            } else if (hostile.expect == Expect.TCP) {
+            } else if (hostile.expect == Expect.FALLBACK) {
                 byte[] payload = "still served on TCP".getBytes(StandardCharsets.US_ASCII);
                 out.write(frame(DATA, payload));
                 out.write(frame(FIN, u64(0)));
                 out.flush();
-                byte[] echoed = dataFrames(readUntilClosed(socket, in));
+                byte[] echoed = in.dataUntilClosed();
                 if (!Arrays.equals(payload, echoed)) {
-                    return "kept on TCP, the DATA frames echoed " + new String(echoed, StandardCharsets.ISO_8859_1);
+                    return "kept on TCP, the echo came back as " + new String(echoed, StandardCharsets.ISO_8859_1);
                 }
             }
             if (!socket.isClosed()) {
-                String end = endOf(socket, in);
+                String end = in.end();
                 if (end.startsWith("open")) {
                     return "the server did not close the connection within " + CLOSE_BOUND_MILLIS + " ms";
                 }
@@ -411,60 +489,121 @@ public class HostileClientTest {
         }
     }
 
-    /** Reads what the server sends until it closes (EOF or reset), bounded. */
-    private static byte[] readUntilClosed(Socket socket, InputStream in) throws IOException {
-        socket.setSoTimeout(CLOSE_BOUND_MILLIS);
-        ByteArrayOutputStream received = new ByteArrayOutputStream();
-        byte[] buffer = new byte[64 * 1024];
-        try {
-            for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
-                received.write(buffer, 0, n);
-            }
-        } catch (SocketTimeoutException e) {
-            throw new IOException("the server did not close the connection within " + CLOSE_BOUND_MILLIS + " ms");
-        } catch (IOException e) {
-            // reset: what arrived before is all there is
-        }
-        return received.toByteArray();
-    }
+    /**
+     * The server's side of a hostile connection as the raw client reads it (urgent bytes inline):
+     * raw bytes, then (if the server marked its stream) its mark, the magic and frames, and raw
+     * bytes again after a RAW frame.
+     */
+    static final class ServerStream {
+        private final InputStream in;
+        /** Whether the server's mark came: what follows are frames (until RAW). */
+        private boolean framed;
+        private boolean rawAgain;
 
-    /** The payload of the DATA frames in a server's hadroNIO stream. */
-    private static byte[] dataFrames(byte[] stream) {
-        ByteArrayOutputStream data = new ByteArrayOutputStream();
-        if (stream.length < MAGIC.length || !Arrays.equals(MAGIC, Arrays.copyOf(stream, MAGIC.length))) {
-            return new byte[0];
+        ServerStream(InputStream in) {
+            this.in = in;
         }
-        ByteBuffer frames = ByteBuffer.wrap(stream, MAGIC.length, stream.length - MAGIC.length);
-        while (frames.remaining() >= 8) {
-            int type = frames.get() & 0xff;
-            frames.get();
-            frames.getShort();
-            int length = frames.getInt();
-            if (length < 0 || length > frames.remaining()) {
-                break;
-            }
-            byte[] payload = new byte[length];
-            frames.get(payload);
-            if (type == DATA) {
-                data.write(payload, 0, length);
-            }
-        }
-        return data.toByteArray();
-    }
 
-    /** "EOF", "reset ..." or "open" (nothing within the bound), draining what the server sends. */
-    private static String endOf(Socket socket, InputStream in) throws IOException {
-        socket.setSoTimeout(CLOSE_BOUND_MILLIS);
-        byte[] buffer = new byte[64 * 1024];
-        try {
-            while (in.read(buffer) >= 0) {
-                // the server's greeting and frames
+        /** The next byte (-1 at the end); a timeout ends the wait with an exception. */
+        int next() throws IOException {
+            return in.read();
+        }
+
+        /** `n` raw bytes (fewer if the stream ends). */
+        byte[] raw(int n) throws IOException {
+            return in.readNBytes(n);
+        }
+
+        /** Reads up to the server's mark and through its frames until one of `type`; false at the end. */
+        boolean awaitFrame(int type) throws IOException {
+            if (!framed) {
+                for (int b = in.read(); b != MARK_SERVER; b = in.read()) {
+                    if (b < 0) {
+                        return false;
+                    }
+                }
+                byte[] magic = in.readNBytes(MAGIC.length);
+                if (!Arrays.equals(MAGIC, magic)) {
+                    return false;
+                }
+                framed = true;
             }
-            return "EOF";
-        } catch (SocketTimeoutException e) {
-            return "open";
-        } catch (IOException e) {
-            return "reset " + e;
+            while (true) {
+                byte[] header = in.readNBytes(8);
+                if (header.length < 8) {
+                    return false;
+                }
+                int kind = header[0] & 0xff;
+                int length = ByteBuffer.wrap(header, 4, 4).getInt();
+                in.readNBytes(length);
+                if (kind == RAW) {
+                    rawAgain = true;
+                    return false;
+                }
+                if (kind == type) {
+                    return true;
+                }
+            }
+        }
+
+        /**
+         * The application bytes the server sends until it closes (EOF or reset): DATA payloads while
+         * its stream carries frames, raw bytes before its mark and after its RAW.
+         */
+        byte[] dataUntilClosed() throws IOException {
+            ByteArrayOutputStream data = new ByteArrayOutputStream();
+            try {
+                while (true) {
+                    if (!framed || rawAgain) {
+                        int b = in.read();
+                        if (b < 0) {
+                            break;
+                        }
+                        if (!framed && b == MARK_SERVER) {
+                            byte[] magic = in.readNBytes(MAGIC.length);
+                            if (!Arrays.equals(MAGIC, magic)) {
+                                throw new IOException("no magic after the server's mark");
+                            }
+                            framed = true;
+                        } else {
+                            data.write(b);
+                        }
+                        continue;
+                    }
+                    byte[] header = in.readNBytes(8);
+                    if (header.length < 8) {
+                        break;
+                    }
+                    int kind = header[0] & 0xff;
+                    int length = ByteBuffer.wrap(header, 4, 4).getInt();
+                    byte[] payload = in.readNBytes(length);
+                    if (kind == DATA) {
+                        data.write(payload, 0, payload.length);
+                    } else if (kind == RAW) {
+                        rawAgain = true;
+                    }
+                }
+            } catch (SocketTimeoutException e) {
+                throw new IOException("the server did not close the connection within " + CLOSE_BOUND_MILLIS + " ms");
+            } catch (IOException e) {
+                // reset: what arrived before is all there is
+            }
+            return data.toByteArray();
+        }
+
+        /** "EOF", "reset ..." or "open" (nothing within the bound), draining what the server sends. */
+        String end() {
+            byte[] buffer = new byte[64 * 1024];
+            try {
+                while (in.read(buffer) >= 0) {
+                    // the server's answer, mark and frames
+                }
+                return "EOF";
+            } catch (SocketTimeoutException e) {
+                return "open";
+            } catch (IOException e) {
+                return "reset " + e;
+            }
         }
     }
 }

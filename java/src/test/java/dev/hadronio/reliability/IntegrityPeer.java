@@ -24,7 +24,9 @@ import java.util.zip.CRC32C;
  * IntegrityPeer connect &lt;host&gt; &lt;port&gt; &lt;connections&gt; &lt;total bytes&gt;   connects
  * </pre>
  *
- * <p>The client opens the connections and sends each one's number (4 bytes) first. On every connection
+ * <p>The client opens the connections and sends each one's number (4 bytes) first; on hadroNIO it then
+ * exchanges one-byte round trips on each until that connection has switched to UCX (the upgrade
+ * takes a few round trips), so that the streams test the UCX path. On every connection
  * each side then runs a writer thread and a reader thread. The writer sends its stream as messages of
  * 1 B .. 16 MiB (log-uniform; the first message of every stream is 1 byte and the second of
  * connection 0's is 16 MiB), each one blocking {@code write} of a slice of a 32 MiB random pool at a
@@ -136,6 +138,7 @@ public final class IntegrityPeer {
                     }
                 }
                 channels[number.getInt(0)] = channel;
+                echoUntilGo(channel);
             }
             server.close();
         } else {
@@ -145,6 +148,7 @@ public final class IntegrityPeer {
                 while (number.hasRemaining()) {
                     channels[i].write(number);
                 }
+                pingUntilUpgraded(channels[i]);
             }
         }
         System.out.println("START " + System.currentTimeMillis());
@@ -174,6 +178,50 @@ public final class IntegrityPeer {
         new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
         for (SocketChannel channel : channels) {
             channel.close();
+        }
+    }
+
+    /** Client: one-byte round trips until the connection runs over UCX (at most 10 s), then 'g'. */
+    private static void pingUntilUpgraded(SocketChannel channel) throws IOException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        boolean hadronio = channel instanceof HadronioSocketChannel;
+        while (hadronio && System.nanoTime() - deadline < 0
+                && !((HadronioSocketChannel) channel).transportDescription().startsWith("ucx")) {
+            exchange(channel, (byte) 'p');
+        }
+        exchange(channel, (byte) 'g');
+    }
+
+    /** Server: echoes the client's bytes up to its 'g'. */
+    private static void echoUntilGo(SocketChannel channel) throws IOException {
+        ByteBuffer one = ByteBuffer.allocate(1);
+        while (true) {
+            one.clear();
+            while (one.hasRemaining()) {
+                if (channel.read(one) < 0) {
+                    throw new IOException("end of stream during the upgrade round trips");
+                }
+            }
+            one.flip();
+            while (one.hasRemaining()) {
+                channel.write(one);
+            }
+            if (one.get(0) == 'g') {
+                return;
+            }
+        }
+    }
+
+    private static void exchange(SocketChannel channel, byte value) throws IOException {
+        ByteBuffer one = ByteBuffer.allocate(1).put(0, value);
+        while (one.hasRemaining()) {
+            channel.write(one);
+        }
+        one.clear();
+        while (one.hasRemaining()) {
+            if (channel.read(one) < 0) {
+                throw new IOException("end of stream during the upgrade round trips");
+            }
         }
     }
 

@@ -19,7 +19,9 @@ import org.junit.rules.TestRule;
  * ({@link LinkPeer}, {@code UCX_TLS=tcp}). Once 8 MiB have moved (with hadroNIO: over UCX), the
  * veth end in A is set down; nothing is closed, no packet says goodbye. Both ends survive and must
  * see an {@code IOException} within {@link #DETECT_BOUND_MILLIS} with hadroNIO (its liveness
- * timers on the control connection, {@code hadronio.livenessMillis}); the JDK's provider is
+ * timers on the control connection, {@code hadronio.livenessMillis}, set to
+ * {@link #LIVENESS_MILLIS} here; {@link LinkOutageTest} checks that the default survives an
+ * outage); the JDK's provider is
  * measured for comparison only (its TCP retransmits for about a quarter of an hour and a reader
  * never notices), for {@link #JDK_WAIT_MILLIS}. Each end's detection time is recorded as a figure.
  *
@@ -34,6 +36,8 @@ import org.junit.rules.TestRule;
 public class LinkDownTest extends ProviderModeTest {
     /** hadroNIO must report the dead link within this, measured from setting the link down. */
     static final long DETECT_BOUND_MILLIS = 8000;
+    /** The liveness bound both JVMs run with here (the default is longer, to survive outages). */
+    static final int LIVENESS_MILLIS = 4000;
     /** How long the JDK's provider is watched (it is not expected to notice). */
     static final long JDK_WAIT_MILLIS = 8000;
     static final int PORT = 7311;
@@ -52,7 +56,7 @@ public class LinkDownTest extends ProviderModeTest {
                 .prefix(pair.exec(inA))
                 .env("UCX_TLS", "tcp")
                 .env("HADRONIO_LOG", "info")
-                .jvm("-Xmx256m", "-XX:TieredStopAtLevel=1")
+                .jvm("-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dhadronio.livenessMillis=" + LIVENESS_MILLIS)
                 .args(args)
                 .start());
     }

@@ -1,0 +1,246 @@
+//! Shutdown and close: FIN after the bytes written, lingering until they are delivered, the
+//! abortive close, and the release of the socket and the UCX half.
+
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use log::{debug, trace};
+
+use super::{Conn, Phase, State};
+use crate::config::settings;
+use crate::core::error::{Error, Result, Status};
+use crate::core::hub::background;
+use crate::core::iov::{Cursor, Region};
+use crate::core::link::Link;
+use crate::core::negotiation::{Negotiation, WriteMode};
+use crate::net::poller;
+
+impl Conn {
+    /// Ends our stream: a FIN frame (with the count of our UCX messages) while it carries
+    /// frames, a TCP FIN while it is raw; after held-back bytes, if any.
+    pub(super) fn send_fin(&self, state: &mut State) {
+        let Some(neg) = state.neg.as_mut() else { return };
+        if neg.write_mode() == WriteMode::Hold || !state.tx.early.is_empty() {
+            state.fin_pending = true;
+            return;
+        }
+        neg.on_shutdown();
+        if neg.framed() {
+            let messages = match (&state.link, neg.upgraded()) {
+                (Some(link), true) => link.messages_committed(),
+                _ => 0,
+            };
+            neg.fin(messages);
+            self.flush_control(state);
+        } else {
+            self.flush_control(state);
+            if let Some(socket) = &state.socket {
+                let _ = socket.shutdown(Shutdown::Write);
+            }
+        }
+    }
+
+    pub fn shutdown_output(&self) -> Result<()> {
+        let mut state = self.lock();
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        if !state.output_shutdown {
+            state.output_shutdown = true;
+            // Take the peer's answer if it is there: the FIN then goes the right way.
+            self.progress_stream(&mut state);
+            self.send_fin(&mut state);
+        }
+        // The FIN may wait behind written bytes the socket did not take yet.
+        self.watch_pending_tx(state);
+        self.notify_keys();
+        // A writer blocked in this channel must see the shutdown (it returns what it wrote, or
+        // fails if nothing, as with the JDK).
+        if let Some(hub) = self.hub.get() {
+            hub.wake_always();
+        }
+        Ok(())
+    }
+
+    pub fn shutdown_input(&self) -> Result<()> {
+        let mut state = self.lock();
+        if self.is_closed() {
+            return Err(Error::closed());
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        state.input_shutdown = true;
+        self.discard_input(&mut state);
+        drop(state);
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_always();
+        }
+        Ok(())
+    }
+
+    /// After `shutdownInput`, arriving bytes are read and dropped so the peer never stalls.
+    pub(super) fn discard_input(&self, state: &mut State) {
+        state.rx.inbox.clear();
+        let mut scratch = vec![0u8; 16 * 1024];
+        loop {
+            let regions = [Region { addr: scratch.as_mut_ptr() as usize, len: scratch.len() }];
+            let mut dst = Cursor::new(&regions);
+            let mut n = 0;
+            let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+            if !switched {
+                n += self.read_stream(state, Some(&mut dst)).unwrap_or(0);
+                state.rx.inbox.clear();
+            }
+            if state.neg.as_ref().is_some_and(Negotiation::peer_switched) {
+                if let Some(link) = &mut state.link {
+                    n += link.read(&mut dst, false).unwrap_or(0);
+                }
+            }
+            if n == 0 {
+                break;
+            }
+        }
+        if let Some(link) = &mut state.link {
+            let _ = link.report_all();
+        }
+        self.drive(state);
+    }
+
+    /// Closes the channel: graceful (FIN after pending data), abortive (RST) if unread data is
+    /// left or SO_LINGER is 0. Wakes threads blocked on the channel.
+    pub fn close(&self) {
+        if self.closed.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let mut state = self.lock();
+        if state.released {
+            return;
+        }
+        let abort = state.linger_seconds == Some(0);
+        if !abort && state.phase == Phase::Connected && state.fatal.is_none() {
+            // Take the peer's control frames, so that they do not count as unread data (which
+            // would make the kernel reset the connection).
+            if let Err(e) = self.read_stream(&mut state, None) {
+                self.set_fatal(&mut state, e);
+            }
+        }
+        if !abort && state.phase == Phase::Connected && !state.output_shutdown && state.fatal.is_none() {
+            state.output_shutdown = true;
+            self.send_fin(&mut state);
+        }
+        // A send from a writer's memory cannot outlive the close: abort instead of lingering.
+        let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
+        let pending = self.pending_tx(&state) || self.peer_reading(&state);
+        let hub = self.hub.get().cloned();
+        match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
+            (true, Some(hub), Some(me)) => {
+                let linger = Duration::from_millis(settings().linger_ms);
+                state.linger_deadline = Some(Instant::now() + linger);
+                drop(state);
+                hub.linger(me);
+            }
+            _ => {
+                if pending && !abort && state.fatal.is_none() {
+                    self.flush_blocking(&mut state, Instant::now() + Duration::from_secs(1));
+                }
+                self.release(&mut state, abort);
+                drop(state);
+            }
+        }
+        if let Some(hub) = hub {
+            hub.wake_always();
+        }
+    }
+
+    /// Writes queued bytes of a connection that has no hub, waiting for the socket up to
+    /// `deadline`.
+    fn flush_blocking(&self, state: &mut State, deadline: Instant) {
+        loop {
+            self.drive(state);
+            if !self.pending_tx(state) || state.fatal.is_some() || state.tx_error.is_some() || Instant::now() >= deadline {
+                return;
+            }
+            let Some(socket) = &state.socket else { return };
+            let _ = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(deadline.saturating_duration_since(Instant::now())));
+        }
+    }
+
+    /// One step of a lingering close; true when the connection is released.
+    pub fn linger_step(&self) -> bool {
+        let mut state = self.lock();
+        if state.released {
+            return true;
+        }
+        let _ = self.read_stream(&mut state, None);
+        self.discard_input(&mut state);
+        if let Some(link) = &mut state.link {
+            if let Err(e) = link.flush() {
+                self.set_fatal(&mut state, e);
+            }
+        }
+        self.drive(&mut state);
+        let idle = !self.pending_tx(&state) && !self.peer_reading(&state);
+        let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
+        if idle || expired || state.fatal.is_some() || state.rx.eof || state.tx_error.is_some() {
+            if !idle {
+                debug!("connection {}: lingering close gave up with data undelivered", self.serial);
+            }
+            self.release(&mut state, !idle);
+            return true;
+        }
+        false
+    }
+
+    fn release(&self, state: &mut State, abort: bool) {
+        if state.released {
+            return;
+        }
+        state.released = true;
+        // Unread application data makes the close abortive, as with the kernel. Control frames do
+        // not count (the last read took them); raw bytes and DATA bytes do.
+        let neg = state.neg.as_ref();
+        let raw = neg.is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
+        let unread = neg.is_some_and(Negotiation::data_pending)
+            || !state.rx.inbox.is_empty()
+            || state.link.as_ref().is_some_and(|l| l.readable())
+            || (raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
+        let hadronio = neg.is_some_and(|n| n.peer_speaks_hadronio() || n.pending());
+        if let Some(hub) = self.hub.get() {
+            hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
+        }
+        if let Some(mut link) = state.link.take() {
+            if Self::peer_vanished(state, &link) {
+                link.lane().mark_lost();
+            }
+            if !link.teardown() {
+                if let Some(hub) = self.hub.get() {
+                    hub.bury(link);
+                }
+            }
+        }
+        trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);
+        if let Some(socket) = state.socket.take() {
+            if abort || unread {
+                socket.close_with_reset();
+            } else if hadronio {
+                // A hadroNIO peer still sends (control frames, or its mark if we close before
+                // it arrived): closing on them would reset the connection.
+                background().close_gracefully(socket);
+            }
+        }
+        debug!("connection {} released", self.serial);
+    }
+
+    /// Whether an upgraded connection's peer went away without closing it (its process may have
+    /// died in the middle of a UCX message to our worker).
+    fn peer_vanished(state: &State, link: &Link) -> bool {
+        let fin = state.neg.as_ref().and_then(Negotiation::peer_fin);
+        link.has_endpoint() && ((state.rx.eof && fin.is_none()) || state.fatal.is_some() || link.endpoint_error().is_some())
+    }
+}

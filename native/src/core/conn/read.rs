@@ -1,0 +1,281 @@
+//! Reading: the peer's TCP stream (raw bytes, DATA frames) until it switched, UCX after;
+//! end of stream and the errors that end reading.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use log::trace;
+
+use super::{Conn, Phase, State};
+use crate::config::settings;
+use crate::core::error::{Error, Result, Status};
+use crate::core::hub::Hub;
+use crate::core::iov::{Cursor, Region};
+use crate::core::negotiation::{Negotiation, Next};
+
+/// How long a transfer from or into the caller's memory may take to end before it is given up:
+/// briefly once the peer is known to be gone (nothing more comes from it), longer after a local
+/// close (the peer discards the message, which ends it).
+pub(super) const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
+pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
+
+/// How the peer's stream stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// More may come.
+    Open,
+    /// It ended cleanly and everything was delivered.
+    Clean,
+    /// The TCP stream ended while it carried frames and before FIN: an abortive close.
+    Broken,
+}
+
+impl Conn {
+    fn end(state: &State) -> End {
+        let Some(neg) = &state.neg else { return End::Open };
+        if !state.rx.inbox.is_empty() {
+            return End::Open;
+        }
+        if let Some((messages, _)) = neg.peer_fin() {
+            let done = if neg.peer_switched() {
+                state.link.as_ref().is_none_or(|l| l.consumed() >= messages)
+            } else {
+                !neg.data_pending()
+            };
+            return if done { End::Clean } else { End::Open };
+        }
+        if !state.rx.eof {
+            return End::Open;
+        }
+        match neg.next() {
+            // A raw stream (never marked, or after RAW) ends with the TCP stream.
+            Next::Raw(_) if !neg.peer_switched() => End::Clean,
+            _ => End::Broken,
+        }
+    }
+
+    /// Whether the peer's stream is complete: all bytes up to its end were delivered.
+    pub(super) fn at_end(state: &State) -> bool {
+        Self::end(state) == End::Clean
+    }
+
+    /// When a peer that closed its socket after a FIN stops being waited for: the UCX messages
+    /// the FIN announced were sent before it, so they come soon or never (a broken or hostile
+    /// peer), and waiting for them is bounded by `hadronio.livenessMillis` (none if 0).
+    pub(super) fn announced_deadline(state: &State) -> Option<Instant> {
+        let millis = settings().liveness_ms;
+        let neg = state.neg.as_ref()?;
+        if millis == 0 || !state.rx.eof || Self::at_end(state) {
+            return None;
+        }
+        neg.peer_fin().map(|(_, at)| at + Duration::from_millis(millis))
+    }
+
+    /// The error that ends reading when no more bytes can come, if any.
+    pub(super) fn read_failure(state: &State) -> Option<Error> {
+        if let Some(error) = &state.fatal {
+            return Some(error.clone());
+        }
+        let neg = state.neg.as_ref()?;
+        if Self::announced_deadline(state).is_some_and(|d| Instant::now() >= d) {
+            let announced = neg.peer_fin().map_or(0, |(m, _)| m);
+            let received = state.link.as_ref().map_or(0, |l| l.consumed());
+            return Some(Error::new(
+                Status::Reset,
+                format!("Connection reset by peer (it closed; {received} of the {announced} UCX messages it announced arrived)"),
+            ));
+        }
+        if Self::end(state) == End::Broken && neg.peer_fin().is_none() {
+            let at = neg.broken_off().unwrap_or_default();
+            return Some(Error::new(Status::Reset, format!("Connection reset by peer{at}")));
+        }
+        if let (true, Some(link)) = (neg.peer_switched(), &state.link) {
+            if let Some(code) = link.endpoint_error() {
+                if !Self::at_end(state) {
+                    return Some(Error::new(Status::Reset, format!("Connection reset by peer (UCX: {})", crate::ucx::Status(code as i8))));
+                }
+            }
+        }
+        None
+    }
+
+    fn read_now(&self, state: &mut State, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
+        if state.input_shutdown {
+            return Err(Error::new(Status::Eof, "input shut down"));
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+        let mut n = 0;
+        if !switched || !state.rx.inbox.is_empty() {
+            n += self.read_stream(state, Some(dst))?;
+            self.drive(state);
+        }
+        let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+        if switched && dst.remaining() > 0 && state.rx.inbox.is_empty() {
+            if let Some(link) = &mut state.link {
+                // Only a read that returns nothing else may wait for a large message landing in
+                // the caller's memory: returning bytes would leave UCX writing into a buffer the
+                // caller owns again.
+                n += link.read(dst, allow_user && n == 0)?;
+            }
+        }
+        if n > 0 {
+            return Ok(n);
+        }
+        if let Some(error) = state.rx_error.take() {
+            return Err(error);
+        }
+        if Self::at_end(state) {
+            if let Some(link) = &mut state.link {
+                link.report_all()?;
+            }
+            return Err(Error::new(Status::Eof, "end of stream"));
+        }
+        if let Some(error) = Self::read_failure(state) {
+            return Err(error);
+        }
+        Ok(0)
+    }
+
+    pub(super) fn readable_now(&self, state: &State) -> bool {
+        if state.fatal.is_some() || state.rx_error.is_some() || state.input_shutdown || Self::at_end(state) || Self::read_failure(state).is_some() {
+            return true;
+        }
+        let Some(neg) = &state.neg else { return false };
+        if !neg.deliverable() {
+            return false;
+        }
+        if !state.rx.inbox.is_empty() {
+            return true;
+        }
+        if neg.peer_switched() {
+            state.link.as_ref().is_some_and(|l| l.readable())
+        } else {
+            state.io.readable || state.rx.eof
+        }
+    }
+
+    /// Reads into `regions`. Blocking reads wait for at least one byte; `Ok(0)` only for
+    /// non-blocking reads without data.
+    pub fn read(&self, regions: &[Region], blocking: bool, timeout: Option<Duration>) -> Result<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut dst = Cursor::new(regions);
+        if dst.remaining() == 0 {
+            return Ok(0);
+        }
+        // Large messages may land straight in the caller's memory when the call can wait for them.
+        let allow_user = blocking && timeout.is_none();
+        let mut polled = false;
+        let mut drained = false;
+        loop {
+            let hub = {
+                let mut state = self.lock();
+                if self.is_closed() {
+                    Self::abandon_user_rx(&mut state);
+                    return Err(Error::closed());
+                }
+                if blocking && self.hub.get().is_none() {
+                    self.ensure_bound(&mut state)?;
+                }
+                Self::assume_ready_unbound(&self.hub, &mut state);
+                let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());
+                let result = self.read_now(&mut state, &mut dst, allow_user);
+                match result {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        let unblocked = blocked && state.link.as_ref().is_some_and(|l| l.writable());
+                        let upgrading = Self::upgrading(&state);
+                        drop(state);
+                        if unblocked {
+                            self.writers_may_go();
+                        }
+                        self.progress_upgrade(upgrading);
+                        return Ok(n);
+                    }
+                    Err(e) if e.status == Status::Reset && !drained && state.link.is_some() => {
+                        // Messages that arrived before the reset may still wait in the worker:
+                        // deliver them before reporting it.
+                        drained = true;
+                        let hub = self.hub.get().cloned();
+                        drop(state);
+                        if let Some(hub) = hub {
+                            hub.poll_now();
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        Self::abandon_user_rx(&mut state);
+                        if e.status != Status::Eof {
+                            self.set_fatal(&mut state, e.clone());
+                        }
+                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_ref().map_or("", Negotiation::path));
+                        return Err(e);
+                    }
+                }
+                let announced = Self::announced_deadline(&state);
+                if !blocking {
+                    if polled {
+                        return Ok(0);
+                    }
+                    (self.hub.get().cloned(), announced)
+                } else {
+                    (Some(self.ensure_bound(&mut state)?), announced)
+                }
+            };
+            match hub {
+                (None, _) => return Ok(0),
+                (Some(hub), _) if !blocking => {
+                    hub.poll_now();
+                    polled = true;
+                }
+                (Some(hub), announced) => {
+                    let until = match (deadline, announced) {
+                        (Some(d), Some(a)) => Some(d.min(a)),
+                        (d, a) => d.or(a),
+                    };
+                    let ready = hub.wait(&mut || self.is_closed() || self.readable_now(&self.lock()), until);
+                    if !ready && !self.is_closed() && deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Err(Error::new(Status::TimedOut, "Read timed out"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The messages a read consumed carried the credits a full send buffer waited for: its bytes
+    /// went out, and a writer waiting for room (or a selector, for OP_WRITE) must look again.
+    fn writers_may_go(&self) {
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_waiters();
+        }
+    }
+
+    /// A connection on no hub (non-blocking, never registered) has no epoll watching its socket
+    /// to say when it turns readable or writable again: try the socket on every call, as the
+    /// kernel's own channels do.
+    pub(super) fn assume_ready_unbound(hub: &OnceLock<Arc<Hub>>, state: &mut State) {
+        if hub.get().is_none() {
+            state.io.readable = true;
+            state.io.writable = true;
+        }
+    }
+
+    /// A read is returning early (close, error): UCX must not keep writing into its memory.
+    fn abandon_user_rx(state: &mut State) {
+        let wait = if Self::peer_gone(state) { ABANDON_WAIT_PEER_GONE } else { ABANDON_WAIT_CLOSED };
+        if let Some(link) = &mut state.link {
+            link.abandon_user_rx(wait);
+        }
+    }
+
+    /// Whether the peer is known to be gone: nothing more will come from it.
+    pub(super) fn peer_gone(state: &State) -> bool {
+        state.fatal.is_some()
+            || state.rx.eof
+            || state.tx_error.is_some()
+            || state.link.as_ref().is_some_and(|l| l.endpoint_error().is_some())
+    }
+}

@@ -1,0 +1,278 @@
+//! Writing: raw, held back, in DATA frames or over UCX, as the negotiation says; bytes that must
+//! go out without the writer's help.
+
+use std::time::{Duration, Instant};
+
+use parking_lot::MutexGuard;
+
+use super::{Conn, Phase, State};
+use crate::core::error::{Error, Result, Status};
+use crate::core::iov::{Cursor, Region};
+use crate::core::negotiation::{Negotiation, WriteMode};
+use crate::core::stream::{self, HOLD_LIMIT};
+
+use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
+
+/// How often the write path looks at the control socket for a peer's close.
+const TCP_CHECK_INTERVAL: Duration = Duration::from_millis(1);
+
+impl Conn {
+    fn write_now(&self, state: &mut State, src: &mut Cursor<'_>, blocking: bool) -> Result<()> {
+        if let Some(error) = &state.fatal {
+            return Err(error.clone());
+        }
+        if state.output_shutdown {
+            return Err(Error::new(Status::OutputShutdown, "output shut down"));
+        }
+        if state.phase != Phase::Connected {
+            return Err(Error::new(Status::NotConnected, "not connected"));
+        }
+        if let Some(error) = &state.tx_error {
+            return Err(error.clone());
+        }
+        let hadronio_peer = state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio);
+        if hadronio_peer && state.rx.eof {
+            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
+        }
+        let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
+        if state.neg.as_ref().is_some_and(Negotiation::pending) {
+            // Take the peer's answer, mark and frames so that the upgrade goes on while we write.
+            self.progress_stream(state);
+            if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) && !state.rx.eof {
+                Self::check_control(state)?;
+            }
+        } else if mode == WriteMode::Ucx && !state.rx.eof {
+            // Now and then look at the control socket so that writes to a peer that closed fail
+            // (as they do with the kernel) even when nobody else watches the socket.
+            let now = Instant::now();
+            if now.duration_since(state.tcp_checked) >= TCP_CHECK_INTERVAL {
+                state.tcp_checked = now;
+                self.progress_stream(state);
+                if !state.rx.eof {
+                    Self::check_control(state)?;
+                }
+            }
+        }
+        if let Some(error) = &state.fatal {
+            return Err(error.clone());
+        }
+        if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) && state.rx.eof {
+            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
+        }
+        let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
+        if mode == WriteMode::Ucx {
+            // Bytes held back before the peer authenticated went into DATA frames ahead of
+            // SWITCH when it did; nothing else comes before the UCX messages.
+            if let Some(link) = &mut state.link {
+                link.write(src, blocking)?;
+            }
+            return Ok(());
+        }
+        let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) else {
+            return Err(Error::closed());
+        };
+        let before = src.moved();
+        let result = stream::write(neg, socket, &state.rx, &mut state.tx, src);
+        match result {
+            Ok(()) => {
+                if src.remaining() > 0 && src.moved() == before && mode != WriteMode::Hold {
+                    state.io.writable = false;
+                }
+                Ok(())
+            }
+            Err(e) => Err(Error::io("", &e)),
+        }
+    }
+
+    /// Fails a write to a hadroNIO peer whose control socket was reset or failed, looking at the
+    /// socket's state rather than reading it: bytes the peer sent before may still wait there,
+    /// ahead of the reset, and stay readable (the kernel fails writes to a reset connection
+    /// while its received bytes can still be read, too).
+    fn check_control(state: &State) -> Result<()> {
+        let Some(socket) = &state.socket else { return Ok(()) };
+        if !socket.hung_up() {
+            return Ok(());
+        }
+        let error = socket.take_error().ok().flatten();
+        match error.and_then(|e| Self::control_error(state, &e)) {
+            Some(error) => Err(error),
+            None => Err(Error::new(Status::Reset, "Connection reset by peer")),
+        }
+    }
+
+    pub(super) fn failed(&self) -> bool {
+        self.lock().fatal.is_some()
+    }
+
+    /// How long a pending transfer from or into the caller's memory may still take, if it may
+    /// be given up at all.
+    fn abandon_wait(&self, state: &State) -> Option<Duration> {
+        if Self::peer_gone(state) {
+            Some(ABANDON_WAIT_PEER_GONE)
+        } else if self.is_closed() {
+            Some(ABANDON_WAIT_CLOSED)
+        } else {
+            None
+        }
+    }
+
+    /// Whether a lingering close should wait for the peer to consume our UCX messages: not once
+    /// the peer closed its side (its FIN came), when everything we sent has left (the messages
+    /// wait in the peer's worker; our endpoint stays open).
+    pub(super) fn peer_reading(&self, state: &State) -> bool {
+        !state.rx.eof && state.link.as_ref().is_some_and(|l| !l.peer_caught_up())
+    }
+
+    /// Whether written bytes still wait in this process (staged for UCX, held back, or queued
+    /// for the socket).
+    pub(super) fn pending_tx(&self, state: &State) -> bool {
+        state.neg.as_ref().is_some_and(Negotiation::has_output)
+            || !state.tx.early.is_empty()
+            || state.fin_pending
+            || state.link.as_ref().is_some_and(|l| !l.tx_idle())
+    }
+
+    /// Whether the background thread must keep progressing this connection's hub; clears the
+    /// watch mark when not.
+    pub fn has_pending_tx(&self) -> bool {
+        let mut state = self.lock();
+        if !state.released {
+            // Bytes that wait for the socket go out as it drains.
+            self.drive(&mut state);
+        }
+        let pending = !state.released && self.pending_tx(&state);
+        if !pending {
+            self.watched.store(false, std::sync::atomic::Ordering::Release);
+        }
+        pending
+    }
+
+    /// Bytes the caller counts as written (or a FIN) that still wait in this process must go out
+    /// even if no thread of the application comes back: the background thread watches them.
+    pub(super) fn watch_pending_tx(&self, mut state: MutexGuard<'_, State>) {
+        use std::sync::atomic::Ordering;
+        if self.watched.load(Ordering::Acquire) || !self.pending_tx(&state) {
+            return;
+        }
+        let hub = match self.hub.get() {
+            Some(hub) => Some(hub.clone()),
+            None => self.ensure_bound(&mut state).ok(),
+        };
+        if let (Some(hub), Some(me)) = (hub, self.arc()) {
+            drop(state);
+            self.watched.store(true, Ordering::Release);
+            hub.watch_pending(me);
+        }
+    }
+
+    pub(super) fn writable_now(&self, state: &State) -> bool {
+        if state.fatal.is_some() || state.output_shutdown || state.tx_error.is_some() {
+            return true;
+        }
+        if state.phase != Phase::Connected {
+            return false;
+        }
+        let Some(neg) = &state.neg else { return false };
+        let hadronio_peer = neg.peer_speaks_hadronio();
+        match neg.write_mode() {
+            WriteMode::Hold => state.tx.early.len() < HOLD_LIMIT,
+            WriteMode::Raw => state.io.writable || (hadronio_peer && state.rx.eof),
+            WriteMode::Frames => (hadronio_peer && state.rx.eof) || (!neg.has_output() && state.io.writable),
+            WriteMode::Ucx => state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
+        }
+    }
+
+    /// Writes from `regions`. Blocking writes return when everything was written (sent or
+    /// staged); non-blocking ones may write less, possibly nothing.
+    pub fn write(&self, regions: &[Region], blocking: bool) -> Result<usize> {
+        let mut src = Cursor::new(regions);
+        let mut polled = false;
+        loop {
+            let hub = {
+                let mut state = self.lock();
+                if let Some(link) = &mut state.link {
+                    if link.user_tx_pending() {
+                        if !link.user_tx_done() {
+                            // A large send from the caller's memory: wait for it even if the
+                            // channel is being closed (an abortive close makes the peer
+                            // discard it, which completes it).
+                            let waiter = link.user_tx_waiter();
+                            let hub = self.hub.get().cloned();
+                            drop(state);
+                            if let (Some(hub), Some(waiter)) = (hub, waiter) {
+                                let since = Instant::now();
+                                while !waiter.done() {
+                                    hub.wait(&mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
+                                    let wait = self.abandon_wait(&self.lock());
+                                    if !waiter.done() && wait.is_some_and(|w| since.elapsed() >= w) {
+                                        // A dead peer neither takes the message nor discards it.
+                                        let mut state = self.lock();
+                                        if let Some(link) = &mut state.link {
+                                            link.abandon_user_tx();
+                                        }
+                                        let error = Error::new(Status::Reset, "Connection reset by peer");
+                                        state.tx_error.get_or_insert_with(|| error.clone());
+                                        return Err(error);
+                                    }
+                                }
+                            }
+                            continue;
+                        }
+                        if let Err(e) = link.finish_user_tx() {
+                            self.set_fatal(&mut state, e.clone());
+                            return Err(e);
+                        }
+                    }
+                }
+                if self.is_closed() {
+                    return Err(Error::closed());
+                }
+                if blocking && self.hub.get().is_none() {
+                    self.ensure_bound(&mut state)?;
+                }
+                Self::assume_ready_unbound(&self.hub, &mut state);
+                if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
+                    match e.status {
+                        Status::OutputShutdown | Status::NotConnected => {}
+                        // The peer is gone for writing; what it sent before can still be read.
+                        Status::Reset | Status::BrokenPipe => {
+                            state.tx_error.get_or_insert_with(|| e.clone());
+                        }
+                        _ => self.set_fatal(&mut state, e.clone()),
+                    }
+                    // What this call already wrote counts (the JDK's blocking write also returns
+                    // its count when another thread shuts the output down).
+                    if src.moved() > 0 {
+                        self.watch_pending_tx(state);
+                        return Ok(src.moved());
+                    }
+                    return Err(e);
+                }
+                if state.link.as_ref().is_some_and(|l| l.user_tx_pending()) {
+                    continue;
+                }
+                if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
+                    let upgrading = Self::upgrading(&state);
+                    self.watch_pending_tx(state);
+                    self.progress_upgrade(upgrading);
+                    return Ok(src.moved());
+                }
+                if blocking {
+                    Some(self.ensure_bound(&mut state)?)
+                } else {
+                    self.hub.get().cloned()
+                }
+            };
+            match hub {
+                None => return Ok(src.moved()),
+                Some(hub) if !blocking => {
+                    hub.poll_now();
+                    polled = true;
+                }
+                Some(hub) => {
+                    hub.wait(&mut || self.is_closed() || self.writable_now(&self.lock()), None);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,634 @@
+//! The UCX workers of a hub ("lanes"), the contexts they come from, the workers kept for reuse,
+//! and what each worker keeps about its peers: their endpoints, the workers that said goodbye,
+//! and which connections its callbacks touched.
+//!
+//! UCX's shared-memory transport delivers the messages of every process to a worker through one
+//! ring in shared memory, and a sender claims its place in the ring before it writes the message:
+//! a process killed in between leaves a place that is never completed, and the worker receives
+//! nothing more through shared memory, from anyone. So a selector's hub keeps each other process
+//! on this host on a lane of its own (a peer names its process in its HELLO). Peers on this host
+//! in other namespaces (containers), which shared memory does not reach, share a lane of a
+//! context without shared-memory transports; peers on other hosts and this process share the
+//! main lane. Lanes open when a connection first needs them.
+
+use std::collections::HashMap;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use log::{debug, warn};
+use parking_lot::Mutex;
+
+use super::identity::Locality;
+use super::protocol;
+use crate::config::settings;
+use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
+
+/// Largest receive slot whose messages go through shared memory in one copy: UCX's segments are
+/// sized to hold it (larger slots use UCX's rendezvous, and segments that large would cost
+/// every worker megabytes).
+const EAGER_SLOT_MAX: u32 = 64 * 1024;
+
+/// Which UCX context a worker comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Every transport UCX finds (shared memory included).
+    Full = 0,
+    /// Without shared-memory transports: for peers on this host in other namespaces.
+    Isolated = 1,
+}
+
+static CONTEXTS: [OnceLock<Result<Arc<Context>, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+
+/// The process-wide UCX context of `kind`, created on first use (or the reason there is none).
+pub fn context(kind: Kind) -> Result<&'static Arc<Context>, String> {
+    CONTEXTS[kind as usize]
+        .get_or_init(|| {
+            let slot = settings().slot_len;
+            let eager = if slot <= EAGER_SLOT_MAX { slot as usize } else { 0 };
+            Context::new(eager, kind == Kind::Full).map_err(|e| {
+                match kind {
+                    Kind::Full => warn!("UCX is unavailable, connections stay on TCP: {e}"),
+                    Kind::Isolated => warn!("UCX without shared memory is unavailable; peers in other namespaces stay on TCP: {e}"),
+                }
+                e.to_string()
+            })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// What an active message tells a connection's link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// The peer consumed this many of our messages.
+    Credit(u64),
+    /// The peer's probe: answer with a pong of this token.
+    Ping(u64),
+    /// The answer to our probe.
+    Pong(u64),
+}
+
+/// Where a hub's lanes hand notices for its connections (by link id).
+pub type LinkSink = dyn Fn(u32, Notice) + Send + Sync;
+
+// --- per-worker state ------------------------------------------------------------------------
+
+/// Connection ids whose UCX state changed during progress, collected by callbacks and handled by
+/// the progressing thread afterwards (outside the callbacks).
+#[derive(Default)]
+pub struct Touched {
+    ids: Mutex<Vec<u32>>,
+    any: AtomicBool,
+}
+
+impl Touched {
+    pub fn push(&self, id: u32) {
+        self.ids.lock().push(id);
+        self.any.store(true, Ordering::Release);
+    }
+
+    /// Whether ids were pushed since the last `take_into` (cheap; no lock).
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// Moves the collected ids into `into` (which should be empty; its capacity is reused).
+    pub fn take_into(&self, into: &mut Vec<u32>) {
+        let mut ids = self.ids.lock();
+        self.any.store(false, Ordering::Release);
+        if !ids.is_empty() {
+            std::mem::swap(&mut *ids, into);
+        }
+    }
+}
+
+/// One UCX endpoint to a peer worker, shared by every connection between the two workers.
+///
+/// Sharing keeps endpoint lifetimes independent of connection lifetimes: UCX pairs the
+/// endpoints two workers create towards each other, and closing one discards receives that wait
+/// on its partner, so a connection must never close an endpoint another one may depend on. An
+/// endpoint is closed once its peer worker is gone (it said goodbye, see [`Endpoints::goodbye`],
+/// or failed) and no connection uses it any more.
+pub struct PeerEndpoint {
+    ep: OnceLock<Endpoint>,
+    failed: AtomicI32,
+    /// The peer worker is gone: no new connection will use this endpoint.
+    gone: AtomicBool,
+    users: Mutex<Vec<u32>>,
+    touched: Arc<Touched>,
+    departures: Arc<Departures>,
+}
+
+impl PeerEndpoint {
+    pub fn ep(&self) -> Option<&Endpoint> {
+        self.ep.get()
+    }
+
+    /// The UCX status the endpoint failed with, if it did (the peer is gone).
+    pub fn failure(&self) -> Option<i32> {
+        match self.failed.load(Ordering::Acquire) {
+            0 => None,
+            code => Some(code),
+        }
+    }
+
+    /// The endpoint failed: its connections are woken, the worker marked as having lost a peer.
+    fn on_failure(&self, status: Status) {
+        let code = if status.is_ok() { -1 } else { status.0 as i32 };
+        self.failed.store(code, Ordering::Release);
+        self.gone.store(true, Ordering::Release);
+        for &id in self.users.lock().iter() {
+            self.touched.push(id);
+        }
+        self.departures.lost.store(true, Ordering::Release);
+        self.departures.any.store(true, Ordering::Release);
+    }
+}
+
+/// Peer workers that went away, noted inside progress (by the goodbye handler and the error
+/// handler) and handled after it by [`Endpoints::retire_departed`].
+#[derive(Default)]
+pub struct Departures {
+    /// Digests of the worker addresses in goodbye messages.
+    digests: Mutex<Vec<u64>>,
+    any: AtomicBool,
+    /// An endpoint failed: a peer worker went away without a goodbye.
+    lost: AtomicBool,
+}
+
+impl Departures {
+    /// Whether workers went away since the last [`Endpoints::retire_departed`] (no lock).
+    pub fn any(&self) -> bool {
+        self.any.load(Ordering::Acquire)
+    }
+
+    /// Whether a peer worker ever went away without a goodbye.
+    pub fn lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// A goodbye message arrived (its header names the departing worker).
+    fn on_goodbye(&self, header: &[u8]) {
+        match protocol::decode_goodbye(header) {
+            Ok(digest) => {
+                self.digests.lock().push(digest);
+                self.any.store(true, Ordering::Release);
+            }
+            Err(e) => debug!("ignoring malformed goodbye message: {e}"),
+        }
+    }
+}
+
+/// How long a worker being destroyed waits for its goodbyes to leave.
+const GOODBYE_WAIT: Duration = Duration::from_millis(10);
+
+/// The endpoints of one worker, by peer worker address.
+#[derive(Default)]
+pub struct Endpoints {
+    map: Mutex<HashMap<Vec<u8>, Arc<PeerEndpoint>>>,
+    departures: Arc<Departures>,
+}
+
+impl Endpoints {
+    /// The endpoint to the worker at `address`, created on first use; `user` is the connection
+    /// id to wake if it fails.
+    pub fn get(&self, worker: &Arc<Worker>, touched: &Arc<Touched>, address: &[u8], user: u32) -> ucx::Result<Arc<PeerEndpoint>> {
+        let mut map = self.map.lock();
+        if let Some(peer) = map.get(address) {
+            if peer.failure().is_none() && !peer.gone.load(Ordering::Acquire) {
+                peer.users.lock().push(user);
+                return Ok(peer.clone());
+            }
+            map.remove(address);
+        }
+        let peer = Arc::new(PeerEndpoint {
+            ep: OnceLock::new(),
+            failed: AtomicI32::new(0),
+            gone: AtomicBool::new(false),
+            users: Mutex::new(vec![user]),
+            touched: touched.clone(),
+            departures: self.departures.clone(),
+        });
+        let weak: Weak<PeerEndpoint> = Arc::downgrade(&peer);
+        let ep = Endpoint::connect(
+            worker,
+            address,
+            Arc::new(move |status| {
+                if let Some(peer) = weak.upgrade() {
+                    peer.on_failure(status);
+                }
+            }),
+        )?;
+        let _ = peer.ep.set(ep);
+        map.insert(address.to_vec(), peer.clone());
+        Ok(peer)
+    }
+
+    /// `user` no longer uses `peer`; the endpoint goes once its peer is gone and nobody does.
+    pub fn release(&self, peer: &Arc<PeerEndpoint>, user: u32) {
+        let unused = {
+            let mut users = peer.users.lock();
+            users.retain(|&u| u != user);
+            users.is_empty()
+        };
+        if unused && peer.gone.load(Ordering::Acquire) {
+            self.map.lock().retain(|_, p| !Arc::ptr_eq(p, peer));
+        }
+    }
+
+    /// Marks the endpoints to the workers noted in [`Departures`] gone and drops the gone ones no
+    /// connection uses (closing them). Call outside progress.
+    pub fn retire_departed(&self) {
+        self.departures.any.store(false, Ordering::Release);
+        let departed = std::mem::take(&mut *self.departures.digests.lock());
+        let mut retired = Vec::new();
+        {
+            let mut map = self.map.lock();
+            for (address, peer) in map.iter() {
+                if departed.contains(&protocol::worker_digest(address)) {
+                    peer.gone.store(true, Ordering::Release);
+                }
+            }
+            map.retain(|_, peer| {
+                let keep = !peer.gone.load(Ordering::Acquire) || !peer.users.lock().is_empty();
+                if !keep {
+                    retired.push(peer.clone());
+                }
+                keep
+            });
+        }
+        if !retired.is_empty() {
+            debug!("closing {} endpoints to departed workers", retired.len());
+        }
+        drop(retired);
+    }
+
+    /// The worker is about to be destroyed: tells every peer worker, so that they can close their
+    /// endpoints to it, and waits briefly until the messages left.
+    pub fn goodbye(&self, worker: &Worker) {
+        let peers: Vec<Arc<PeerEndpoint>> = self.map.lock().values().cloned().collect();
+        let header = protocol::encode_goodbye(worker.address());
+        let lock = worker.lock();
+        let mut requests = Vec::new();
+        for peer in &peers {
+            let Some(ep) = peer.ep().filter(|_| peer.failure().is_none()) else { continue };
+            match ep.am_send_owned(&lock, protocol::AM_GOODBYE, &header) {
+                Ok(Start::Pending(request)) => requests.push(request),
+                Ok(Start::Done(())) => {}
+                Err(e) => debug!("saying goodbye to a peer worker: {e}"),
+            }
+        }
+        // Small enough to go at once on every transport (a pending one waits for the peer).
+        lock.progress();
+        if !lock.complete_by(&requests, Instant::now() + GOODBYE_WAIT) {
+            debug!("goodbye messages still in flight when the worker goes");
+        }
+        for request in requests {
+            request.free(&lock);
+        }
+    }
+
+    pub fn departures(&self) -> &Arc<Departures> {
+        &self.departures
+    }
+
+    /// How many peer workers this worker has endpoints to.
+    pub fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// --- lanes -----------------------------------------------------------------------------------
+
+/// Workers of dropped lanes, kept for the next lane of the same kind: creating one costs
+/// milliseconds (it sets up shared-memory segments), and peers keep their endpoints to it, so a
+/// connection to a known peer needs no new endpoint either.
+static SPARE_WORKERS: [Mutex<Vec<Spare>>; 2] = [Mutex::new(Vec::new()), Mutex::new(Vec::new())];
+
+/// A spare worker with what its endpoints refer to (they wake connections through `touched`).
+struct Spare {
+    worker: Arc<Worker>,
+    endpoints: Arc<Endpoints>,
+    touched: Arc<Touched>,
+}
+
+/// One UCX worker of a hub, with the endpoints it holds to peer workers and the ids of the
+/// connections its callbacks touched.
+pub struct Lane {
+    /// Dropped before the worker: the endpoints close while it exists.
+    pub endpoints: Arc<Endpoints>,
+    pub worker: Arc<Worker>,
+    pub touched: Arc<Touched>,
+    kind: Kind,
+    /// The other process on this host whose connections this lane serves (`None`: a shared lane).
+    key: Option<u64>,
+    /// Whether the worker may be kept as a spare when the lane goes.
+    reusable: bool,
+    /// A connection of this lane ended without the peer's FIN: its process may have died
+    /// writing into the worker's ring, so the worker is not kept for reuse.
+    lost: AtomicBool,
+}
+
+/// Decodes a credit or probe message into a notice for a link.
+fn notice(id: u32, header: &[u8]) -> Option<(u32, Notice)> {
+    match id {
+        protocol::AM_CREDIT => match protocol::decode_credit(header) {
+            Ok((dest, consumed)) => Some((dest, Notice::Credit(consumed))),
+            Err(e) => {
+                debug!("ignoring malformed credit message: {e}");
+                None
+            }
+        },
+        _ => match protocol::decode_probe(header) {
+            Ok((dest, protocol::PROBE_PING, token)) => Some((dest, Notice::Ping(token))),
+            Ok((dest, _, token)) => Some((dest, Notice::Pong(token))),
+            Err(e) => {
+                debug!("ignoring malformed probe message: {e}");
+                None
+            }
+        },
+    }
+}
+
+impl Lane {
+    /// A lane on a spare worker of `kind` or a new one, whose credit and probe messages go to
+    /// `sink`.
+    fn open(kind: Kind, sink: &Arc<LinkSink>, key: Option<u64>, reusable: bool) -> Result<Arc<Lane>, String> {
+        let (worker, endpoints, touched) = match take_spare(kind) {
+            Some(spare) => (spare.worker, spare.endpoints, spare.touched),
+            None => {
+                let context = context(kind)?;
+                (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
+            }
+        };
+        let lock = worker.lock();
+        for id in [protocol::AM_CREDIT, protocol::AM_PROBE] {
+            let sink = sink.clone();
+            lock.on_active_message(
+                id,
+                Arc::new(move |header: &[u8]| {
+                    if let Some((dest, notice)) = notice(id, header) {
+                        sink(dest, notice);
+                    }
+                }),
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        let departures = endpoints.departures().clone();
+        lock.on_active_message(protocol::AM_GOODBYE, Arc::new(move |header: &[u8]| departures.on_goodbye(header)))
+            .map_err(|e| e.to_string())?;
+        drop(lock);
+        Ok(Arc::new(Lane { endpoints, worker, touched, kind, key, reusable, lost: AtomicBool::new(false) }))
+    }
+
+    /// Notes that a connection of this lane ended abortively (see `lost`).
+    pub fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Release);
+    }
+
+    /// Whether a connection of this lane ended abortively.
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    /// Whether the worker can serve another connection: nothing points to a dead peer.
+    fn healthy(&self) -> bool {
+        !self.is_lost() && !self.endpoints.departures().lost() && !self.worker.keeps_memory()
+    }
+
+    pub fn event_fd(&self) -> c_int {
+        self.worker.event_fd()
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        if self.reusable && self.healthy() {
+            let mut spare = SPARE_WORKERS[self.kind as usize].lock();
+            if spare.len() < settings().spare_workers {
+                // Messages for the hub's links go nowhere now (the goodbye handler stays: it
+                // belongs to the endpoints, which go with the worker).
+                let lock = self.worker.lock();
+                let quiet = [protocol::AM_CREDIT, protocol::AM_PROBE]
+                    .into_iter()
+                    .try_for_each(|id| lock.on_active_message(id, Arc::new(|_: &[u8]| {})));
+                drop(lock);
+                match quiet {
+                    Ok(()) => {
+                        spare.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
+                        return;
+                    }
+                    Err(e) => debug!("worker not kept: {e}"),
+                }
+            }
+        }
+        self.endpoints.goodbye(&self.worker);
+    }
+}
+
+/// A spare worker that can serve again: one whose ring a peer's death has left stuck (it has
+/// messages it never delivers) is destroyed instead.
+fn take_spare(kind: Kind) -> Option<Spare> {
+    loop {
+        let spare = SPARE_WORKERS[kind as usize].lock().pop()?;
+        if !worker_stuck(&spare.worker) {
+            return Some(spare);
+        }
+        debug!("a spare UCX worker has undeliverable messages; destroyed");
+        spare.endpoints.goodbye(&spare.worker);
+    }
+}
+
+/// What arming a hub's workers before a sleep found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Armed {
+    /// Every worker will signal its event fd: sleep.
+    Yes,
+    /// Events are pending: progress before sleeping.
+    Busy,
+    /// A worker has events that progress does not deliver (a dead peer's stuck ring, sends
+    /// waiting for a full peer): sleep, but look again after a while.
+    Stuck,
+}
+
+impl Armed {
+    pub fn and(self, other: Armed) -> Armed {
+        match (self, other) {
+            (Armed::Busy, _) | (_, Armed::Busy) => Armed::Busy,
+            (Armed::Stuck, _) | (_, Armed::Stuck) => Armed::Stuck,
+            _ => Armed::Yes,
+        }
+    }
+}
+
+/// Arms a worker.
+pub fn arm_worker(worker: &Worker) -> Armed {
+    let lock = worker.lock();
+    match lock.arm() {
+        Ok(true) => Armed::Yes,
+        Ok(false) if lock.progress() > 0 => Armed::Busy,
+        Ok(false) => Armed::Stuck,
+        Err(e) => {
+            warn!("{e}");
+            Armed::Stuck
+        }
+    }
+}
+
+/// Consecutive stuck arms a leader spins through before it sleeps anyway: a sender that has
+/// claimed its place in a ring but not written yet looks stuck for a moment, and the first arm
+/// after events drains the event fd and fails although progress finds nothing.
+pub const STUCK_ROUNDS: u32 = 4;
+
+/// Whether the worker has events it cannot deliver: arming it keeps failing while progress finds
+/// nothing. (A healthy worker may refuse once or twice: arming first drains its event fd.)
+fn worker_stuck(worker: &Worker) -> bool {
+    (0..=STUCK_ROUNDS).all(|_| arm_worker(worker) == Armed::Stuck)
+}
+
+/// Most lanes a selector's hub opens for other processes on this host; connections of further
+/// processes share its main lane. Bounds what peers claiming ever new processes can make it
+/// allocate.
+const MAX_LOCAL_LANES: usize = 32;
+
+/// The lanes of one hub, opened when first needed.
+pub struct Lanes {
+    /// Peers on other hosts and in this process.
+    main: OnceLock<Arc<Lane>>,
+    /// Peers on this host in other namespaces.
+    isolated: OnceLock<Arc<Lane>>,
+    /// Other processes on this host (selector hubs only), and how many lanes are open in all.
+    locals: Mutex<Vec<Arc<Lane>>>,
+    open: AtomicUsize,
+    /// A connection went: a local lane may have nobody left.
+    idle: AtomicBool,
+    /// Whether other processes get lanes of their own (a selector's hub).
+    per_process: bool,
+    /// Whether the main lane's worker may be kept when the hub goes (a blocking channel's).
+    reusable: bool,
+    sink: Arc<LinkSink>,
+    /// Serialises opening (two connections must not open two main lanes).
+    opening: Mutex<()>,
+}
+
+impl Lanes {
+    pub fn new(per_process: bool, reusable: bool, sink: Arc<LinkSink>) -> Lanes {
+        Lanes {
+            main: OnceLock::new(),
+            isolated: OnceLock::new(),
+            locals: Mutex::default(),
+            open: AtomicUsize::new(0),
+            idle: AtomicBool::new(false),
+            per_process,
+            reusable,
+            sink,
+            opening: Mutex::new(()),
+        }
+    }
+
+    /// The lane for a peer at `locality`, opened if needed; `opened` is told about a new lane's
+    /// event fd (the hub adds it to its epoll set).
+    pub fn lane(&self, locality: Locality, opened: impl Fn(c_int) -> std::io::Result<()>) -> Result<Arc<Lane>, String> {
+        let _opening = self.opening.lock();
+        let shared = |cell: &OnceLock<Arc<Lane>>, kind: Kind| -> Result<Arc<Lane>, String> {
+            if let Some(lane) = cell.get() {
+                return Ok(lane.clone());
+            }
+            let lane = Lane::open(kind, &self.sink, None, self.reusable)?;
+            opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
+            let _ = cell.set(lane.clone());
+            self.open.fetch_add(1, Ordering::AcqRel);
+            Ok(lane)
+        };
+        match locality {
+            Locality::Remote | Locality::ThisProcess => shared(&self.main, Kind::Full),
+            Locality::Local(_) if !self.per_process => shared(&self.main, Kind::Full),
+            Locality::Isolated => shared(&self.isolated, Kind::Isolated),
+            Locality::Local(process) => {
+                let mut locals = self.locals.lock();
+                if let Some(lane) = locals.iter().find(|l| l.key == Some(process)) {
+                    return Ok(lane.clone());
+                }
+                if locals.len() >= MAX_LOCAL_LANES {
+                    debug!("{MAX_LOCAL_LANES} local lanes open; a connection shares the main lane");
+                    drop(locals);
+                    return shared(&self.main, Kind::Full);
+                }
+                let lane = Lane::open(Kind::Full, &self.sink, Some(process), true)?;
+                opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
+                locals.push(lane.clone());
+                self.open.fetch_add(1, Ordering::AcqRel);
+                debug!("lane {} for a process on this host", locals.len());
+                Ok(lane)
+            }
+        }
+    }
+
+    /// The lane of peers on other hosts and in this process, if open.
+    pub fn main(&self) -> Option<&Arc<Lane>> {
+        self.main.get()
+    }
+
+    /// Whether any lane is open.
+    pub fn any(&self) -> bool {
+        self.open.load(Ordering::Acquire) > 0
+    }
+
+    /// Calls `f` with every open lane until it returns false.
+    pub fn each(&self, mut f: impl FnMut(&Lane) -> bool) {
+        if !self.any() {
+            return;
+        }
+        for cell in [&self.main, &self.isolated] {
+            if let Some(lane) = cell.get() {
+                if !f(lane) {
+                    return;
+                }
+            }
+        }
+        let mut index = 0;
+        // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs.
+        while let Some(lane) = self.locals.lock().get(index).cloned() {
+            if !f(&lane) {
+                return;
+            }
+            index += 1;
+        }
+    }
+
+    /// Notes that a connection went (a local lane may be idle now).
+    pub fn connection_gone(&self) {
+        if !self.locals.lock().is_empty() {
+            self.idle.store(true, Ordering::Release);
+        }
+    }
+
+    /// Closes the local lanes that no connection uses any more (keeping their workers as spares
+    /// where they are healthy); `closing` is told about each one's event fd first.
+    pub fn retire_idle(&self, closing: impl Fn(c_int)) {
+        if !self.idle.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let mut retired = Vec::new();
+        self.locals.lock().retain(|lane| {
+            let idle = Arc::strong_count(lane) == 1;
+            if idle {
+                retired.push(lane.clone());
+            }
+            !idle
+        });
+        for lane in &retired {
+            closing(lane.event_fd());
+        }
+        if !retired.is_empty() {
+            self.open.fetch_sub(retired.len(), Ordering::AcqRel);
+            debug!("{} idle local lanes closed", retired.len());
+        }
+    }
+}

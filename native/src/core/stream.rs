@@ -1,0 +1,551 @@
+//! The TCP half of a connection's byte stream: reading the peer's stream the way the
+//! [`Negotiation`] says (raw bytes, urgent marks, frames) and writing this side's urgent byte and
+//! control bytes, through a [`Wire`]. The kernel socket is the wire of a connection; the tests use
+//! an in-memory model of TCP with urgent data (`sim`), so the rules about marks are checked
+//! without sockets.
+//!
+//! Urgent marks and ordinary reads (Linux, `SO_OOBINLINE` off): a read stops before a mark once
+//! it has read something, and a read that starts at a mark skips the urgent byte and goes on. So
+//! while a mark may come, reads are *strict*: look whether the read position is at a mark first,
+//! and read no more than the bytes before the mark (`SIOCINQ` counts exactly those). A mark that
+//! arrives after that look lies behind the bytes counted, so the read cannot cross it.
+
+use std::io;
+use std::time::Instant;
+
+use super::error::Error;
+use super::iov::Cursor;
+use super::negotiation::{Negotiation, Next, Watch, WriteMode};
+use super::protocol::{self, FrameType};
+use crate::net::socket::Socket;
+
+/// Most raw bytes read ahead of the application: to reach an urgent mark, or held back until
+/// the peer authenticated.
+pub const INBOX_LIMIT: usize = 256 * 1024;
+
+/// A TCP connection's kernel side, as the stream logic uses it.
+pub trait Wire {
+    /// An ordinary receive. `Ok(0)`: end of stream; `WouldBlock`: nothing now.
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize>;
+    /// Whether a byte (`Ok(true)`) or the end of the stream (`Ok(false)`) is there, without
+    /// taking anything; `WouldBlock` if neither.
+    fn peek(&self) -> io::Result<bool>;
+    /// The unread urgent byte: `Ok(None)` if there is none (never sent, already read, or
+    /// passed), `WouldBlock` if it is announced but has not arrived, `NotConnected` if the
+    /// connection was reset (the bytes before the reset stay readable, the urgent byte does not).
+    fn recv_urgent(&self) -> io::Result<Option<u8>>;
+    /// Whether the read position is at an urgent mark.
+    fn at_mark(&self) -> io::Result<bool>;
+    /// How many bytes can be read before the next mark (all available bytes without one).
+    fn before_mark(&self) -> io::Result<usize>;
+    fn send(&self, buf: &[u8]) -> io::Result<usize>;
+    /// Sends the parts in order (one system call); returns how many bytes were taken.
+    fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize>;
+    /// Sends one urgent byte; `Ok(false)` if the socket cannot take it now.
+    fn send_urgent(&self, byte: u8) -> io::Result<bool>;
+}
+
+/// Raw bytes read from the socket ahead of the application, delivered before anything else.
+#[derive(Default)]
+pub struct Inbox {
+    bytes: Vec<u8>,
+    start: usize,
+}
+
+impl Inbox {
+    pub fn is_empty(&self) -> bool {
+        self.start == self.bytes.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.bytes.len() - self.start
+    }
+
+    fn room(&self) -> usize {
+        INBOX_LIMIT.saturating_sub(self.len())
+    }
+
+    /// Receives up to `max` bytes from `wire` into the inbox.
+    fn fill<W: Wire>(&mut self, wire: &W, max: usize) -> io::Result<usize> {
+        if self.start > 0 && self.start == self.bytes.len() {
+            self.bytes.clear();
+            self.start = 0;
+        }
+        let old = self.bytes.len();
+        let want = max.min(self.room()).min(64 * 1024);
+        self.bytes.resize(old + want, 0);
+        let result = wire.recv(&mut self.bytes[old..]);
+        let got = *result.as_ref().unwrap_or(&0);
+        self.bytes.truncate(old + got);
+        result
+    }
+
+    /// Moves bytes into `dst`; returns how many.
+    fn drain_into(&mut self, dst: &mut Cursor<'_>) -> usize {
+        // SAFETY: `dst` regions are caller memory distinct from the inbox.
+        let n = unsafe { dst.fill_from(&self.bytes[self.start..]) };
+        self.start += n;
+        if self.start == self.bytes.len() {
+            self.bytes.clear();
+            self.start = 0;
+        }
+        n
+    }
+
+    /// Drops what is held (input shut down, connection failed).
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.start = 0;
+    }
+}
+
+/// The reading side's state kept between calls.
+#[derive(Default)]
+pub struct RxState {
+    pub inbox: Inbox,
+    /// Our urgent byte may go only once reads passed the peer's mark at the read position.
+    pub pass_due: bool,
+    /// The peer's TCP stream ended.
+    pub eof: bool,
+}
+
+/// What a read did.
+#[derive(Default, Debug)]
+pub struct Read {
+    /// Bytes delivered to the application.
+    pub delivered: usize,
+    /// It stopped because the socket had nothing more (the next edge of readiness matters).
+    pub blocked: bool,
+}
+
+/// Why reading failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The socket failed (reset, timed out, ...).
+    Io(io::Error),
+    /// The peer broke the protocol, or authentication failed.
+    Negotiation(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Failure {
+        Failure::Negotiation(error)
+    }
+}
+
+impl From<io::Error> for Failure {
+    fn from(error: io::Error) -> Failure {
+        Failure::Io(error)
+    }
+}
+
+fn blocked(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+/// Receives into the first chunk of `dst` (at most `max` bytes).
+fn recv_into<W: Wire>(wire: &W, dst: &mut Cursor<'_>, max: usize) -> io::Result<usize> {
+    let Some((addr, len)) = dst.chunk(max) else { return Ok(0) };
+    // SAFETY: `addr..addr+len` is caller memory valid and writable for this call.
+    let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
+    let n = wire.recv(buf)?;
+    dst.advance(n);
+    Ok(n)
+}
+
+fn has_room(dst: &Option<&mut Cursor<'_>>) -> bool {
+    dst.as_ref().is_some_and(|d| d.remaining() > 0)
+}
+
+/// Reads the peer's stream as far as it goes now: raw bytes and DATA payloads into `dst` (or
+/// into the inbox while they are held back or a mark must be reached), control frames into the
+/// negotiation. Without `dst` it only makes the protocol progress.
+pub fn read<W: Wire>(
+    neg: &mut Negotiation,
+    wire: &W,
+    rx: &mut RxState,
+    mut dst: Option<&mut Cursor<'_>>,
+    now: Instant,
+) -> Result<Read, Failure> {
+    let mut read = Read::default();
+    loop {
+        if rx.pass_due && !pass(wire, rx).map_err(Failure::Io)? {
+            return Ok(read);
+        }
+        if neg.deliverable() && !rx.inbox.is_empty() {
+            if let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) {
+                read.delivered += rx.inbox.drain_into(dst);
+                continue;
+            }
+        }
+        if rx.eof || neg.error().is_some() {
+            return Ok(read);
+        }
+        let step = match neg.next() {
+            Next::Raw(watch) => raw(neg, wire, rx, &mut dst, watch, now),
+            Next::Control(n) => {
+                let mut buf = [0u8; 512];
+                let k = n.min(buf.len());
+                match wire.recv(&mut buf[..k]) {
+                    Ok(0) => Ok(Step::Eof),
+                    Ok(m) => {
+                        neg.on_control(&buf[..m], now)?;
+                        Ok(Step::Progress(0))
+                    }
+                    Err(e) => Err(Failure::Io(e)),
+                }
+            }
+            Next::Data(n) => {
+                if neg.deliverable() && rx.inbox.is_empty() && has_room(&dst) {
+                    let dst = dst.as_deref_mut().ok_or_else(|| io::Error::other("no destination"));
+                    let want = dst.as_ref().map_or(0, |d| d.chunk(n).map_or(0, |(_, len)| len));
+                    match dst.and_then(|d| recv_into(wire, d, n)) {
+                        Ok(0) => Ok(Step::Eof),
+                        // A whole frame: go on with the next one, so that what arrived together is
+                        // read together (as the kernel would read a stream).
+                        Ok(m) if m == n => {
+                            neg.on_data(m);
+                            Ok(Step::Progress(m))
+                        }
+                        Ok(m) => {
+                            neg.on_data(m);
+                            Ok(Step::Delivered(m, m < want))
+                        }
+                        Err(e) => Err(Failure::Io(e)),
+                    }
+                } else if !neg.deliverable() && rx.inbox.room() > 0 {
+                    // DATA of a peer that has not authenticated yet: held.
+                    match rx.inbox.fill(wire, n) {
+                        Ok(0) => Ok(Step::Eof),
+                        Ok(m) => {
+                            neg.on_data(m);
+                            Ok(Step::Progress(0))
+                        }
+                        Err(e) => Err(Failure::Io(e)),
+                    }
+                } else {
+                    Ok(Step::Stop)
+                }
+            }
+        };
+        match step {
+            Ok(Step::Progress(n)) => read.delivered += n,
+            Ok(Step::Delivered(n, short)) => {
+                // One receive per call, as the kernel's channels do; a short one drained the
+                // socket (a later arrival is a new edge).
+                read.delivered += n;
+                read.blocked = short;
+                return Ok(read);
+            }
+            Ok(Step::Stop) => return Ok(read),
+            Ok(Step::Eof) => {
+                rx.eof = true;
+                neg.on_eof();
+            }
+            Err(Failure::Io(e)) if blocked(&e) => {
+                read.blocked = true;
+                return Ok(read);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+enum Step {
+    /// Something happened; `n` bytes went to the application.
+    Progress(usize),
+    /// `n` bytes went from the socket straight to the application, `true` if fewer than asked.
+    Delivered(usize, bool),
+    /// Nothing more to do without an application buffer or room.
+    Stop,
+    Eof,
+}
+
+/// One step on the raw stream.
+fn raw<W: Wire>(
+    neg: &mut Negotiation,
+    wire: &W,
+    rx: &mut RxState,
+    dst: &mut Option<&mut Cursor<'_>>,
+    watch: Watch,
+    now: Instant,
+) -> Result<Step, Failure> {
+    // While a client looks for the answer to its offer, its reads are strict too: a read that
+    // started right at the ACCEPT would skip it.
+    let strict = watch.strict() || (watch == Watch::Accept && neg.looking(now));
+    if !strict {
+        if !neg.deliverable() || !rx.inbox.is_empty() {
+            return Ok(Step::Stop);
+        }
+        let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) else { return Ok(Step::Stop) };
+        let want = dst.chunk(usize::MAX).map_or(0, |(_, len)| len);
+        return match recv_into(wire, dst, usize::MAX)? {
+            0 => Ok(Step::Eof),
+            n => {
+                neg.on_raw(n);
+                Ok(Step::Delivered(n, n < want))
+            }
+        };
+    }
+    if wire.at_mark()? {
+        let urgent = match wire.recv_urgent() {
+            // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
+            // is that (the protocol allows no other), and the frames after it must not pass as raw
+            // bytes; elsewhere the stream stays raw whatever the byte was.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => (watch == Watch::Mark).then(|| neg.peer_mark()),
+            other => other?,
+        };
+        match urgent {
+            Some(byte) => {
+                neg.on_mark(byte, true, now)?;
+                rx.pass_due = rx.pass_due || neg.must_pass_mark();
+            }
+            None => {
+                // A mark whose byte was read before: the ACCEPT we were reading towards, or one
+                // that did not count (a client's own offer coming back). Read past it.
+                if watch == Watch::Reach {
+                    neg.on_mark_reached(now);
+                }
+                rx.pass_due = true;
+            }
+        }
+        return Ok(Step::Progress(0));
+    }
+    let limit = wire.before_mark()?;
+    if limit == 0 {
+        // Nothing before a mark: either nothing at all, or the end of the stream, or a mark
+        // that arrived just now (the next look finds it).
+        return if wire.peek()? { Ok(Step::Progress(0)) } else { Ok(Step::Eof) };
+    }
+    let to_app = neg.deliverable() && rx.inbox.is_empty() && has_room(dst);
+    let n = if to_app {
+        let Some(dst) = dst.as_deref_mut() else { return Ok(Step::Stop) };
+        recv_into(wire, dst, limit)?
+    } else if rx.inbox.room() > 0 && pulls(watch) {
+        rx.inbox.fill(wire, limit)?
+    } else {
+        return Ok(Step::Stop);
+    };
+    if n == 0 {
+        return Ok(Step::Eof);
+    }
+    neg.on_raw(n);
+    Ok(if to_app { Step::Delivered(n, false) } else { Step::Progress(0) })
+}
+
+/// Whether raw bytes are read ahead into the inbox to make the protocol progress: to reach the
+/// ACCEPT's offset or the peer's mark (an application that does not read would otherwise hold
+/// the upgrade up). Before an offer, nothing is read ahead: the first byte decides.
+fn pulls(watch: Watch) -> bool {
+    matches!(watch, Watch::Reach | Watch::Mark)
+}
+
+/// Reads past the peer's mark at the read position (into the inbox: the bytes after it are
+/// raw, since the peer's next mark can only follow our urgent byte). False if the inbox has no
+/// room yet.
+fn pass<W: Wire>(wire: &W, rx: &mut RxState) -> io::Result<bool> {
+    if rx.inbox.room() == 0 {
+        return Ok(false);
+    }
+    match rx.inbox.fill(wire, INBOX_LIMIT) {
+        Ok(0) => rx.eof = true,
+        Ok(_) => {}
+        Err(e) if blocked(&e) => {}
+        Err(e) => return Err(e),
+    }
+    rx.pass_due = false;
+    Ok(true)
+}
+
+/// Writes the negotiation's urgent byte and control bytes. Returns whether everything went out
+/// (`false`: the socket is full, or the urgent byte waits for a mark to be passed).
+pub fn flush<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState) -> io::Result<bool> {
+    if let Some(byte) = neg.urgent() {
+        if rx.pass_due || !wire.send_urgent(byte)? {
+            return Ok(false);
+        }
+        neg.urgent_sent();
+    }
+    while !neg.out().is_empty() {
+        match wire.send(neg.out()) {
+            Ok(n) => {
+                neg.out().drain(..n);
+            }
+            Err(e) if blocked(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Most bytes a write keeps back while the peer has not authenticated (as the kernel's send
+/// buffer would take them).
+pub const HOLD_LIMIT: usize = 64 * 1024;
+
+/// The writing side's state kept between calls.
+#[derive(Default)]
+pub struct TxState {
+    /// Bytes written while [`WriteMode::Hold`]: sent raw or in DATA frames once that ends.
+    pub early: Vec<u8>,
+}
+
+/// Writes application bytes from `src` the way [`Negotiation::write_mode`] says, except over
+/// UCX (the caller's link does that): raw onto the socket, kept back, or in DATA frames after
+/// the queued control bytes. Takes what the socket (or the hold) takes now; `src` tells how much.
+pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut TxState, src: &mut Cursor<'_>) -> io::Result<()> {
+    let mode = neg.write_mode();
+    if mode != WriteMode::Hold && !tx.early.is_empty() && !release(neg, wire, rx, tx)? {
+        return Ok(());
+    }
+    match mode {
+        WriteMode::Ucx => Ok(()),
+        WriteMode::Hold => {
+            while tx.early.len() < HOLD_LIMIT {
+                let Some((addr, len)) = src.chunk(HOLD_LIMIT - tx.early.len()) else { break };
+                // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                tx.early.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+                src.advance(len);
+            }
+            Ok(())
+        }
+        WriteMode::Raw => {
+            // The offer must be the stream's first byte; an answer or mark may wait for a pass.
+            if !flush(neg, wire, rx)? && neg.urgent() == Some(protocol::URGENT_OFFER) {
+                return Ok(());
+            }
+            while let Some((addr, len)) = src.chunk(usize::MAX) {
+                // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                let buf = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                match wire.send(buf) {
+                    Ok(n) => {
+                        src.advance(n);
+                        if n < len {
+                            return Ok(());
+                        }
+                    }
+                    Err(e) if blocked(&e) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+        WriteMode::Frames => {
+            if !flush(neg, wire, rx)? {
+                return Ok(());
+            }
+            while let Some((addr, len)) = src.chunk(protocol::MAX_DATA_FRAME) {
+                // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                let payload = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                let header = protocol::encode_header(FrameType::Data, len);
+                match wire.send_vectored(&[&header, payload]) {
+                    Ok(sent) => {
+                        if sent < header.len() + len {
+                            // The frame counts as written; its unsent tail goes first next time.
+                            let out = neg.out();
+                            if sent < header.len() {
+                                out.extend_from_slice(&header[sent..]);
+                                out.extend_from_slice(payload);
+                            } else {
+                                out.extend_from_slice(&payload[sent - header.len()..]);
+                            }
+                            src.advance(len);
+                            return Ok(());
+                        }
+                        src.advance(len);
+                    }
+                    Err(e) if blocked(&e) => return Ok(()),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Sends the bytes kept back while the peer had not authenticated, now that it did (in DATA
+/// frames) or turned out to be plain (raw). False if they could not all go yet.
+pub fn release<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut TxState) -> io::Result<bool> {
+    match neg.write_mode() {
+        WriteMode::Hold => Ok(false),
+        WriteMode::Frames | WriteMode::Ucx => {
+            let early = std::mem::take(&mut tx.early);
+            for chunk in early.chunks(protocol::MAX_DATA_FRAME) {
+                protocol::put_frame(neg.out(), FrameType::Data, chunk);
+            }
+            flush(neg, wire, rx)
+        }
+        WriteMode::Raw => {
+            if !flush(neg, wire, rx)? && neg.urgent() == Some(protocol::URGENT_OFFER) {
+                return Ok(false);
+            }
+            while !tx.early.is_empty() {
+                match wire.send(&tx.early) {
+                    Ok(n) => {
+                        tx.early.drain(..n);
+                    }
+                    Err(e) if blocked(&e) => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(true)
+        }
+    }
+}
+
+/// The socket reported urgent data: an ACCEPT (position free) is taken now; for a mark at a
+/// position, strict reads find it.
+pub fn urgent<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState, now: Instant) -> Result<(), Failure> {
+    if let Next::Raw(Watch::Accept) = neg.next() {
+        match wire.recv_urgent() {
+            Ok(Some(byte)) => {
+                let at_mark = wire.at_mark()?;
+                neg.on_mark(byte, at_mark, now)?;
+                rx.pass_due = rx.pass_due || (at_mark && neg.must_pass_mark());
+            }
+            Ok(None) => {}
+            Err(e) if blocked(&e) || e.kind() == io::ErrorKind::NotConnected => {}
+            Err(e) => return Err(Failure::Io(e)),
+        }
+    }
+    Ok(())
+}
+
+impl Wire for Socket {
+    fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Socket::recv(self, buf, false)
+    }
+
+    fn peek(&self) -> io::Result<bool> {
+        let mut byte = [0u8; 1];
+        Socket::recv(self, &mut byte, true).map(|n| n > 0)
+    }
+
+    fn recv_urgent(&self) -> io::Result<Option<u8>> {
+        Socket::recv_urgent(self)
+    }
+
+    fn at_mark(&self) -> io::Result<bool> {
+        Socket::at_mark(self)
+    }
+
+    fn before_mark(&self) -> io::Result<usize> {
+        Socket::before_mark(self)
+    }
+
+    fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        Socket::send(self, buf)
+    }
+
+    fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize> {
+        Socket::send_vectored(self, parts)
+    }
+
+    fn send_urgent(&self, byte: u8) -> io::Result<bool> {
+        Socket::send_urgent(self, byte)
+    }
+}
+
+pub mod sim;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,132 @@
+//! The negotiation and the stream logic together, over the simulated TCP of `sim` and a fake UCX
+//! channel: every pairing a deployment meets (hadroNIO or plain on either end, echo servers,
+//! banners, secrets, failed probes), with random arrival steps and partial sends, checking that
+//! each application reads exactly the bytes the other one wrote.
+
+use super::sim::{against_plain, pattern, policy, run_pair};
+use crate::core::protocol::Role;
+
+#[test]
+fn two_hadronio_sides_upgrade_and_deliver_every_byte() {
+    for seed in 0..200 {
+        let (client, server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (20_000, 15_000), false);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert_eq!(client.neg.path(), "ucx", "seed {seed}");
+        assert_eq!(server.neg.path(), "ucx", "seed {seed}");
+        assert!(server.received == pattern(20_000, 1), "seed {seed}: server got {} bytes", server.received.len());
+        assert!(client.received == pattern(15_000, 2), "seed {seed}: client got {} bytes", client.received.len());
+    }
+}
+
+#[test]
+fn a_path_that_does_not_carry_the_probe_stays_on_tcp() {
+    for seed in 0..50 {
+        let (client, server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (30_000, 5_000), true);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}");
+        let paths = format!("{} / {}", client.neg.path(), server.neg.path());
+        assert!(paths.contains("did not carry a probe round trip"), "seed {seed}: {paths}");
+        assert!(client.neg.path().starts_with("tcp") && server.neg.path().starts_with("tcp"), "seed {seed}: {paths}");
+        assert!(server.received == pattern(30_000, 1), "seed {seed}");
+        assert!(client.received == pattern(5_000, 2), "seed {seed}");
+    }
+}
+
+#[test]
+fn matching_secrets_upgrade() {
+    for seed in 0..50 {
+        let (client, server) =
+            run_pair(seed, policy(Role::Client, Some(b"s3"), 11), policy(Role::Server, Some(b"s3"), 22), (9_000, 9_000), false);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert_eq!(client.neg.path(), "ucx");
+        assert!(server.received == pattern(9_000, 1) && client.received == pattern(9_000, 2), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_wrong_secret_delivers_nothing_and_fails_both_ends() {
+    for seed in 0..50 {
+        let (client, server) =
+            run_pair(seed, policy(Role::Client, Some(b"one"), 11), policy(Role::Server, Some(b"two"), 22), (9_000, 9_000), false);
+        assert!(server.received.is_empty(), "seed {seed}: the server application read {} bytes", server.received.len());
+        assert!(client.received.is_empty(), "seed {seed}: the client application read {} bytes", client.received.len());
+        let server_error = server.failed.expect("server fails");
+        let client_error = client.failed.expect("client fails");
+        assert!(server_error.message.contains("authentication failed"), "{server_error}");
+        assert!(client_error.message.contains("authentication failed"), "{client_error}");
+    }
+}
+
+#[test]
+fn a_secret_on_one_side_only_fails_both_ends() {
+    for seed in 0..20 {
+        let (client, server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, Some(b"s"), 22), (4_000, 4_000), false);
+        assert!(server.received.is_empty(), "seed {seed}");
+        assert!(client.failed.is_some() && server.failed.is_some(), "seed {seed}: client {:?}, server {:?}", client.failed, server.failed);
+    }
+}
+
+#[test]
+fn a_side_without_upgrade_talks_plain_tcp_to_a_hadronio_side() {
+    for seed in 0..100 {
+        let mut no = policy(Role::Client, None, 11);
+        no.upgrade = Err(String::from("hadronio.transport=tcp"));
+        let (client, server) = run_pair(seed, no, policy(Role::Server, None, 22), (12_000, 7_000), false);
+        assert_eq!(server.neg.path(), "tcp (the peer does not speak hadroNIO)", "seed {seed}");
+        assert!(server.received == pattern(12_000, 1) && client.received == pattern(7_000, 2), "seed {seed}");
+        let mut no = policy(Role::Server, None, 22);
+        no.upgrade = Err(String::from("hadronio.transport=tcp"));
+        let (client, server) = run_pair(seed, policy(Role::Client, None, 11), no, (12_000, 7_000), false);
+        assert!(client.neg.path().starts_with("tcp"), "seed {seed}");
+        assert!(server.received == pattern(12_000, 1) && client.received == pattern(7_000, 2), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_plain_server_gets_exactly_the_application_bytes() {
+    for seed in 0..100 {
+        let (client, server_got) = against_plain(seed, Role::Client, None, 30_000, pattern(8_000, 9), false);
+        assert!(server_got == pattern(30_000, 1), "seed {seed}: the plain server got {} bytes", server_got.len());
+        assert!(client.received == pattern(8_000, 9), "seed {seed}");
+        assert!(client.neg.path().starts_with("tcp"), "{}", client.neg.path());
+    }
+}
+
+#[test]
+fn a_plain_echo_server_echoes_exactly_the_application_bytes() {
+    for seed in 0..100 {
+        let (client, echoed) = against_plain(seed, Role::Client, None, 25_000, Vec::new(), true);
+        assert!(echoed == pattern(25_000, 1), "seed {seed}");
+        assert!(client.received == pattern(25_000, 1), "seed {seed}: client read back {} bytes", client.received.len());
+        assert!(!client.neg.upgraded());
+    }
+}
+
+#[test]
+fn a_plain_server_that_speaks_first_is_served_at_once() {
+    for seed in 0..100 {
+        let banner = b"220 mail.example.org ESMTP ready\r\n".to_vec();
+        let (client, server_got) = against_plain(seed, Role::Client, None, 500, banner.clone(), false);
+        assert_eq!(client.received, banner, "seed {seed}");
+        assert!(server_got == pattern(500, 1), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_plain_client_of_a_hadronio_server_that_speaks_first() {
+    for seed in 0..100 {
+        let (server, client_got) = against_plain(seed, Role::Server, None, 40_000, pattern(3_000, 4), false);
+        assert!(client_got == pattern(40_000, 1), "seed {seed}: the plain client got {} bytes", client_got.len());
+        assert!(server.received == pattern(3_000, 4), "seed {seed}");
+        assert_eq!(server.neg.path(), "tcp (the peer does not speak hadroNIO)", "seed {seed}");
+    }
+}
+
+#[test]
+fn a_secret_costs_a_plain_server_one_offer_wait() {
+    for seed in 0..30 {
+        let (client, server_got) = against_plain(seed, Role::Client, Some(b"s"), 5_000, pattern(2_000, 3), false);
+        assert!(server_got == pattern(5_000, 1), "seed {seed}");
+        assert!(client.received == pattern(2_000, 3), "seed {seed}");
+        assert!(client.neg.path().contains("no answer to the hadroNIO offer"), "{}", client.neg.path());
+    }
+}
