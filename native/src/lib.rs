@@ -30,6 +30,7 @@ pub fn initialize() {
             .format_timestamp_micros()
             .try_init();
         ucx::disable_signal_handlers();
+        ucx::logging::route_to_logger();
         match ucx::check_runtime_version() {
             Ok((major, minor, release)) => {
                 log::debug!("hadroNIO {} loaded UCX {major}.{minor}.{release}", env!("CARGO_PKG_VERSION"));

@@ -81,12 +81,17 @@ fn stream_corpus() {
     replay_target("stream");
 }
 
-/// Every prefix of every pure-decoder corpus input, and each of its first 64 bytes flipped in a
+#[test]
+fn negotiation_corpus() {
+    replay_target("negotiation");
+}
+
+/// Every prefix of every pure-decoder corpus input (not the two simulated connections), and each of its first 64 bytes flipped in a
 /// few ways: cheap neighbours of the seeds, where boundary mistakes live.
 #[test]
 fn mutated_corpus() {
     let mut runs = 0;
-    for (target, check) in TARGETS.iter().filter(|(name, _)| *name != "stream") {
+    for (target, check) in TARGETS.iter().filter(|(name, _)| !matches!(*name, "stream" | "negotiation")) {
         for file in inputs("corpus", target) {
             let bytes = fs::read(&file).unwrap();
             let mut variants: Vec<Vec<u8>> = (0..bytes.len()).map(|n| bytes[..n].to_vec()).collect();

@@ -793,14 +793,21 @@ pub struct Background {
 }
 
 static BACKGROUND: OnceLock<Arc<Background>> = OnceLock::new();
+static BACKGROUND_START: Mutex<()> = Mutex::new(());
 
-pub fn background() -> &'static Arc<Background> {
-    BACKGROUND.get_or_init(|| {
-        let hub = match Hub::new_background() {
-            Ok(hub) => hub,
-            Err(e) => panic!("cannot create the background hub: {e}"),
-        };
-        let background = Arc::new(Background {
+/// Creates the background hub and starts its thread unless done already. The library does it when
+/// it is initialised: later, at the file descriptor limit, its epoll and eventfd could not be had.
+pub fn start_background() -> std::io::Result<&'static Arc<Background>> {
+    if let Some(background) = BACKGROUND.get() {
+        return Ok(background);
+    }
+    let _guard = BACKGROUND_START.lock();
+    if let Some(background) = BACKGROUND.get() {
+        return Ok(background);
+    }
+    let hub = Hub::new_background()?;
+    let background = BACKGROUND.get_or_init(|| {
+        Arc::new(Background {
             hub,
             incoming: Mutex::default(),
             closing: Mutex::default(),
@@ -808,14 +815,22 @@ pub fn background() -> &'static Arc<Background> {
             changed: AtomicBool::new(false),
             idle: Condvar::new(),
             idle_lock: Mutex::new(()),
-        });
-        let worker = background.clone();
-        let spawned = std::thread::Builder::new().name("hadronio-background".into()).spawn(move || worker.run());
-        if let Err(e) = spawned {
-            warn!("could not start the hadronio-background thread: {e}");
-        }
-        background
-    })
+        })
+    });
+    let worker = background.clone();
+    let spawned = std::thread::Builder::new().name("hadronio-background".into()).spawn(move || worker.run());
+    if let Err(e) = spawned {
+        warn!("could not start the hadronio-background thread: {e}");
+    }
+    Ok(background)
+}
+
+/// The background thread ([`start_background`] created it when the library was initialised).
+pub fn background() -> &'static Arc<Background> {
+    match start_background() {
+        Ok(background) => background,
+        Err(e) => panic!("cannot create the background hub: {e}"),
+    }
 }
 
 impl Background {

@@ -395,6 +395,13 @@ impl Negotiation {
         matches!(self.rx, Rx::Framed(_)) || self.peer.raw
     }
 
+    /// Whether the peer's stream carries frames now: it announces its end with a FIN frame, so
+    /// the end of its TCP stream means that it closed altogether (or is gone). After its RAW, or
+    /// before its mark, the end of the TCP stream is an ordinary half-close.
+    pub fn peer_framed(&self) -> bool {
+        matches!(self.rx, Rx::Framed(_))
+    }
+
     pub fn error(&self) -> Option<&Error> {
         match &self.stage {
             Stage::Failed(error) => Some(error),

@@ -174,9 +174,11 @@ impl Selector {
 
     /// Writes `(index, readyOps)` pairs of ready keys into `out`; returns the number of pairs.
     /// `timeout`: `None` waits until something is ready or `wakeup`, `Some(ZERO)` does not wait.
+    /// Every form first dispatches what the sockets and UCX have pending: a key that stays ready
+    /// (an idle channel registered for OP_WRITE) must not hide the other channels' events.
     pub fn select(&self, timeout: Option<Duration>, out: &mut [i32]) -> usize {
+        self.hub.poll_now();
         if timeout == Some(Duration::ZERO) {
-            self.hub.poll_now();
             let n = self.collect(out);
             self.wakeup.store(false, Ordering::SeqCst);
             return n;

@@ -162,6 +162,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
         if let Some(problem) = crate::load_problem() {
             return Err(Error::new(Status::BadHandle, problem));
         }
+        crate::core::hub::start_background().map_err(|e| Error::io("starting the hadronio-background thread", &e))?;
         // The UCX context depends on the settings (segment size): create it now that they are in.
         if settings().ucx {
             let _ = crate::core::lanes::context(crate::core::lanes::Kind::Full);

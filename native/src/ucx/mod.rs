@@ -9,6 +9,8 @@
 //! wrappers can be used from any thread. Completion callbacks run inside [`Worker::progress`], with
 //! that lock held; they must only touch atomics.
 
+pub mod logging;
+
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
@@ -243,6 +245,16 @@ fn tls_without_shared_memory(user: Option<&str>) -> String {
     }
 }
 
+/// Whether a transport list (`UCX_TLS`, `None`: all) may include the shared-memory transports
+/// whose settings hadroNIO tunes (UCX warns about settings of transports it does not use).
+fn uses_shared_memory(tls: Option<&str>) -> bool {
+    match tls.map(str::trim) {
+        None | Some("") => true,
+        Some(list) if list.starts_with('^') => true,
+        Some(list) => list.split(',').any(|t| matches!(t.trim(), "all" | "posix" | "sysv" | "mm" | "sm" | "shm")),
+    }
+}
+
 fn set(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     let (Ok(c_name), Ok(c_value)) = (CString::new(name), CString::new(value)) else {
         return;
@@ -282,14 +294,14 @@ impl Context {
         check("ucp_config_read", unsafe {
             sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
         })?;
-        if shared_memory {
+        if shared_memory && uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
             // Shared memory must stay usable on endpoints with peer error handling.
             default_setting(config, "MM_ERROR_HANDLING", "y");
             if eager_message > 0 {
                 default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
             }
             default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
-        } else {
+        } else if !shared_memory {
             let user = std::env::var("UCX_TLS").ok();
             set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
         }
@@ -320,7 +332,16 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::tls_without_shared_memory;
+    use super::{tls_without_shared_memory, uses_shared_memory};
+
+    #[test]
+    fn shared_memory_settings_only_where_it_may_be_used() {
+        assert!(uses_shared_memory(None));
+        assert!(uses_shared_memory(Some("sm,self")));
+        assert!(uses_shared_memory(Some("^ib")));
+        assert!(!uses_shared_memory(Some("tcp")));
+        assert!(!uses_shared_memory(Some("self,tcp,cma")));
+    }
 
     #[test]
     fn shared_memory_is_left_out_of_any_transport_list() {

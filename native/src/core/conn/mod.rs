@@ -83,6 +83,9 @@ enum Phase {
 struct IoFlags {
     readable: bool,
     writable: bool,
+    /// The socket reported the end of the peer's stream or a failure (`EPOLLRDHUP`, `EPOLLHUP`,
+    /// `EPOLLERR`), whether or not reads have come that far.
+    ended: bool,
 }
 
 struct State {
@@ -198,7 +201,7 @@ impl Conn {
             phase,
             bound_local: false,
             remote: None,
-            io: IoFlags { readable: true, writable: true },
+            io: IoFlags { readable: true, writable: true, ended: false },
             neg: None,
             rx: RxState::default(),
             tx: TxState::default(),
@@ -770,6 +773,9 @@ impl Conn {
             let mut state = self.lock();
             if events & (poller::READABLE | poller::HANGUP | poller::ERROR) != 0 {
                 state.io.readable = true;
+            }
+            if events & (poller::HANGUP | poller::ERROR) != 0 {
+                state.io.ended = true;
             }
             if events & (poller::WRITABLE | poller::ERROR) != 0 {
                 state.io.writable = true;

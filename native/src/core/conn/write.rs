@@ -30,10 +30,7 @@ impl Conn {
         if let Some(error) = &state.tx_error {
             return Err(error.clone());
         }
-        let hadronio_peer = state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio);
-        if hadronio_peer && state.rx.eof {
-            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
-        }
+        Self::check_peer_closed(state)?;
         let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
         if state.neg.as_ref().is_some_and(Negotiation::pending) {
             // Take the peer's answer, mark and frames so that the upgrade goes on while we write.
@@ -56,9 +53,7 @@ impl Conn {
         if let Some(error) = &state.fatal {
             return Err(error.clone());
         }
-        if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) && state.rx.eof {
-            return Err(Error::new(Status::BrokenPipe, "Broken pipe"));
-        }
+        Self::check_peer_closed(state)?;
         let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
         if mode == WriteMode::Ucx {
             // Bytes held back before the peer authenticated went into DATA frames ahead of
@@ -82,6 +77,23 @@ impl Conn {
             }
             Err(e) => Err(Error::io("", &e)),
         }
+    }
+
+    /// Whether a framed peer closed: its TCP stream ends only when it closed altogether (its
+    /// half-close is a FIN frame). The socket says so even while unread bytes come first, so
+    /// that writes over UCX to a peer that is gone fail as they would on its kernel's reset.
+    fn peer_closed(state: &State) -> bool {
+        state.neg.as_ref().is_some_and(Negotiation::peer_framed) && (state.rx.eof || state.io.ended)
+    }
+
+    /// Fails a write to a framed peer that closed: with the reset or failure of its control
+    /// socket, otherwise with a broken pipe.
+    fn check_peer_closed(state: &State) -> Result<()> {
+        if !Self::peer_closed(state) {
+            return Ok(());
+        }
+        Self::check_control(state)?;
+        Err(Error::new(Status::BrokenPipe, "Broken pipe"))
     }
 
     /// Fails a write to a hadroNIO peer whose control socket was reset or failed, looking at the
@@ -173,12 +185,12 @@ impl Conn {
             return false;
         }
         let Some(neg) = &state.neg else { return false };
-        let hadronio_peer = neg.peer_speaks_hadronio();
+        let peer_closed = Self::peer_closed(state);
         match neg.write_mode() {
             WriteMode::Hold => state.tx.early.len() < HOLD_LIMIT,
-            WriteMode::Raw => state.io.writable || (hadronio_peer && state.rx.eof),
-            WriteMode::Frames => (hadronio_peer && state.rx.eof) || (!neg.has_output() && state.io.writable),
-            WriteMode::Ucx => state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
+            WriteMode::Raw => state.io.writable || peer_closed,
+            WriteMode::Frames => peer_closed || (!neg.has_output() && state.io.writable),
+            WriteMode::Ucx => peer_closed || state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
         }
     }
 
@@ -243,6 +255,7 @@ impl Conn {
                     // What this call already wrote counts (the JDK's blocking write also returns
                     // its count when another thread shuts the output down).
                     if src.moved() > 0 {
+                        log::debug!("connection {}: a write ends after {} bytes: {e}", self.serial, src.moved());
                         self.watch_pending_tx(state);
                         return Ok(src.moved());
                     }

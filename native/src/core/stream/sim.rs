@@ -496,7 +496,10 @@ impl Side {
             }
         }
         match self.neg.peer_fin() {
-            Some((messages, _)) if self.ucx_read >= messages && !self.neg.data_pending() => self.ended = true,
+            // As the connection's end: the raw bytes read ahead before the peer's mark come first.
+            Some((messages, _)) if self.ucx_read >= messages && !self.neg.data_pending() && self.rx.inbox.is_empty() => {
+                self.ended = true
+            }
             _ => {}
         }
         if self.rx.eof && self.rx.inbox.is_empty() && !self.neg.peer_switched() {

@@ -15,7 +15,7 @@ import org.junit.Test;
 /**
  * The shared secret ({@code hadronio.secret}) authenticates both ends of the upgrade: equal
  * secrets upgrade to UCX; a differing or missing secret is refused with a clear error before any
- * UCX endpoint exists.
+ * UCX endpoint exists, and the bytes of a peer that failed never reach the application.
  */
 public class AuthTest {
     private static Process start(String secret, String... args) throws Exception {
@@ -38,7 +38,12 @@ public class AuthTest {
 
     /** Runs server and client; returns their result lines ("SERVER ...", "CLIENT ..."). */
     private static String[] exchange(String serverSecret, String clientSecret) throws Exception {
-        Process server = start(serverSecret, "server");
+        return exchange(serverSecret, clientSecret, "server", "client");
+    }
+
+    private static String[] exchange(String serverSecret, String clientSecret, String serverMode, String clientMode)
+            throws Exception {
+        Process server = start(serverSecret, serverMode);
         Process client = null;
         try {
             BufferedReader serverOut = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
@@ -51,7 +56,7 @@ public class AuthTest {
                 }
             }
             assertTrue("server reported its port", port != null);
-            client = start(clientSecret, "client", port);
+            client = start(clientSecret, clientMode, port);
             String clientOutput = new String(client.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue("client finished", client.waitFor(60, TimeUnit.SECONDS));
             StringBuilder rest = new StringBuilder();
@@ -89,6 +94,18 @@ public class AuthTest {
         String[] result = exchange("correct horse", "battery staple");
         assertTrue(result[0], result[0].contains("authentication failed: the peer's shared secret differs"));
         assertTrue(result[1], result[1].startsWith("CLIENT error "));
+    }
+
+    /**
+     * A client with another secret that writes 8 MiB at once, before any answer came: the server
+     * application reads none of it, and both ends fail with the authentication error.
+     */
+    @Test
+    public void failedAuthenticationDeliversNothing() throws Exception {
+        String[] result = exchange("correct horse", "battery staple", "sink", "writer");
+        assertTrue(result[0], result[0].startsWith("SERVER read 0 error ")
+                && result[0].contains("authentication failed: the peer's shared secret differs"));
+        assertTrue(result[1], result[1].contains(" error ") && result[1].contains("authentication failed"));
     }
 
     @Test

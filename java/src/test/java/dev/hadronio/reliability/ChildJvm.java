@@ -15,8 +15,8 @@ import java.util.function.Predicate;
 
 /**
  * A child JVM started with this JVM's {@code java} and class path, whose merged stdout and stderr
- * are collected line by line (each line stamped with its arrival time) by a daemon thread.
- * {@link #close()} kills it ({@code destroyForcibly}, SIGKILL) if it still runs; every wait is
+ * (or stdout alone, see {@link Builder#stderrTo}) are collected line by line (each line stamped
+ * with its arrival time) by a daemon thread. {@link #close()} kills it ({@code destroyForcibly}, SIGKILL) if it still runs; every wait is
  * bounded.
  */
 public final class ChildJvm implements AutoCloseable {
@@ -45,6 +45,7 @@ public final class ChildJvm implements AutoCloseable {
         private final List<String> arguments = new ArrayList<>();
         private final Map<String, String> environment = new HashMap<>();
         private Reliability.Provider provider = Reliability.Provider.HADRONIO;
+        private File stderr;
 
         public Builder(String name, Class<?> mainClass) {
             this.name = name;
@@ -74,6 +75,12 @@ public final class ChildJvm implements AutoCloseable {
             return this;
         }
 
+        /** Sends the child's standard error to {@code file} instead of merging it into the lines. */
+        public Builder stderrTo(File file) {
+            stderr = file;
+            return this;
+        }
+
         public Builder env(String key, String value) {
             environment.put(key, value);
             return this;
@@ -96,10 +103,24 @@ public final class ChildJvm implements AutoCloseable {
             command.addAll(jvmArguments);
             command.add(mainClass);
             command.addAll(arguments);
-            ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            ProcessBuilder builder = new ProcessBuilder(command);
+            if (stderr == null) {
+                builder.redirectErrorStream(true);
+            } else {
+                builder.redirectError(stderr);
+            }
             builder.environment().putAll(environment);
             return new ChildJvm(name, builder.start(), command);
         }
+    }
+
+    /**
+     * Another program as a child (a plain peer written in Python, say), collected and killed in
+     * the same way.
+     */
+    public static ChildJvm startProgram(String name, List<String> command) throws IOException {
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        return new ChildJvm(name, builder.start(), command);
     }
 
     private final String name;
@@ -170,7 +191,7 @@ public final class ChildJvm implements AutoCloseable {
 
     /** Everything printed so far, for failure messages. */
     public String output() {
-        StringBuilder text = new StringBuilder("--- output of the ").append(name).append(" JVM (")
+        StringBuilder text = new StringBuilder("--- output of the ").append(name).append(" process (")
                 .append(String.join(" ", command.subList(Math.max(0, command.size() - 12), command.size())))
                 .append(") ---\n");
         synchronized (lines) {
@@ -245,7 +266,7 @@ public final class ChildJvm implements AutoCloseable {
     public String awaitValue(String key, double seconds) throws InterruptedException {
         Line line = await(text -> text.startsWith(key + " "), seconds);
         if (line == null) {
-            throw new AssertionError("the " + name + " JVM printed no " + key + " line within " + seconds + " s\n"
+            throw new AssertionError("the " + name + " process printed no " + key + " line within " + seconds + " s\n"
                     + output());
         }
         return line.text.substring(key.length() + 1).trim();
@@ -255,7 +276,7 @@ public final class ChildJvm implements AutoCloseable {
     public int awaitExit(double seconds) throws InterruptedException {
         if (!process.waitFor((long) (seconds * 1000), TimeUnit.MILLISECONDS)) {
             close();
-            throw new AssertionError("the " + name + " JVM did not exit within " + seconds + " s\n" + output());
+            throw new AssertionError("the " + name + " process did not exit within " + seconds + " s\n" + output());
         }
         collector.join(5000);
         return process.exitValue();

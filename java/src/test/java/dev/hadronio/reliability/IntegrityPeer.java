@@ -25,8 +25,8 @@ import java.util.zip.CRC32C;
  * </pre>
  *
  * <p>The client opens the connections and sends each one's number (4 bytes) first; on hadroNIO it then
- * exchanges one-byte round trips on each until that connection has switched to UCX (the upgrade
- * takes a few round trips), so that the streams test the UCX path. On every connection
+ * exchanges one-byte round trips on each until that connection's path is decided (the upgrade
+ * takes a few round trips), so that the streams test the path the connection keeps. On every connection
  * each side then runs a writer thread and a reader thread. The writer sends its stream as messages of
  * 1 B .. 16 MiB (log-uniform; the first message of every stream is 1 byte and the second of
  * connection 0's is 16 MiB), each one blocking {@code write} of a slice of a 32 MiB random pool at a
@@ -181,12 +181,15 @@ public final class IntegrityPeer {
         }
     }
 
-    /** Client: one-byte round trips until the connection runs over UCX (at most 10 s), then 'g'. */
+    /**
+     * Client: one-byte round trips until the connection's path is decided (over UCX, or on TCP for
+     * a reason; at most 10 s), then 'g'.
+     */
     private static void pingUntilUpgraded(SocketChannel channel) throws IOException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         boolean hadronio = channel instanceof HadronioSocketChannel;
         while (hadronio && System.nanoTime() - deadline < 0
-                && !((HadronioSocketChannel) channel).transportDescription().startsWith("ucx")) {
+                && ((HadronioSocketChannel) channel).transportDescription().startsWith("tcp (not upgraded yet)")) {
             exchange(channel, (byte) 'p');
         }
         exchange(channel, (byte) 'g');

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.junit.Assume;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TestRule;
@@ -28,9 +29,16 @@ import org.junit.runners.Parameterized.Parameters;
  * between the two JVMs); hadroNIO with {@code UCX_TLS=tcp} in both JVMs' environment (UCX over TCP);
  * the same with UCX's rendezvous threshold raised to 1 MiB, so that bodies of large messages up to that
  * size arrive eagerly, often before their receive is posted. For hadroNIO every connection must have
- * been upgraded, over a shared-memory lane, or a TCP lane and no shared memory, respectively. Each row
- * records the bytes verified and the throughput (both directions, all connections, from the first
- * START to the last END) as figures.
+ * been upgraded, over a shared-memory lane, or a TCP lane and no shared memory, respectively.
+ *
+ * <p>Containers, both providers: {@code netns}, the two JVMs in two network namespaces joined by a
+ * veth pair (UCX's default transports; needs root and iproute2), and {@code ipc}, the client in IPC and
+ * mount namespaces of its own with a private {@code /dev/shm} ({@code unshare}; needs root). There
+ * shared memory does not reach the peer and UCX would only add its TCP transport to the kernel's, so
+ * hadroNIO keeps every connection on TCP and says why.
+ *
+ * <p>Each row records the bytes verified and the throughput (both directions, all connections, from
+ * the first START to the last END) as figures.
  */
 @RunWith(Parameterized.class)
 public class IntegrityTest {
@@ -48,14 +56,20 @@ public class IntegrityTest {
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "shm"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp-eager"});
+        for (String container : new String[] {"netns", "ipc"}) {
+            for (Reliability.Provider provider : Reliability.Provider.values()) {
+                rows.add(new Object[] {provider, container});
+            }
+        }
         return rows;
     }
 
     @Parameter(0)
     public Reliability.Provider provider;
     /**
-     * {@code kernel} (JDK), {@code shm} (UCX defaults), {@code tcp} ({@code UCX_TLS=tcp}) or
-     * {@code tcp-eager} (also {@code UCX_RNDV_THRESH=1048576}).
+     * {@code kernel} (JDK), {@code shm} (UCX defaults), {@code tcp} ({@code UCX_TLS=tcp}),
+     * {@code tcp-eager} (also {@code UCX_RNDV_THRESH=1048576}), or a container: {@code netns},
+     * {@code ipc}.
      */
     @Parameter(1)
     public String transport;
@@ -65,7 +79,12 @@ public class IntegrityTest {
     @Rule
     public final TestRule rules = resources.withTimeout(TIMEOUT_SECONDS + 60);
 
-    private ChildJvm start(String name, Object... args) throws Exception {
+    private boolean container() {
+        return transport.equals("netns") || transport.equals("ipc");
+    }
+
+    /** {@code server}: the listening side (in namespace A of a veth pair, on the host otherwise). */
+    private ChildJvm start(VethPair pair, boolean server, String name, Object... args) throws Exception {
         ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
                 .jvm("-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m").args(args);
         if (transport.startsWith("tcp")) {
@@ -73,6 +92,13 @@ public class IntegrityTest {
         }
         if (transport.equals("tcp-eager")) {
             builder.env("UCX_RNDV_THRESH", String.valueOf(EAGER_LIMIT));
+        }
+        if (pair != null) {
+            builder.prefix(pair.exec(server));
+        }
+        if (transport.equals("ipc") && !server) {
+            builder.prefix("unshare", "--ipc", "--mount", "--propagation", "private", "sh", "-c",
+                    "mount -t tmpfs hadronio-shm /dev/shm && exec \"$@\"", "ipc-namespace");
         }
         return resources.add(builder.start());
     }
@@ -89,9 +115,19 @@ public class IntegrityTest {
 
     @Test
     public void everyByteArrivesIntact() throws Exception {
-        ChildJvm server = start("server", "listen", "127.0.0.1", 0, CONNECTIONS, TOTAL);
+        VethPair pair = null;
+        String host = "127.0.0.1";
+        if (container()) {
+            String why = VethPair.unavailable();
+            Assume.assumeTrue("namespaces unavailable: " + why, why == null);
+        }
+        if (transport.equals("netns")) {
+            pair = resources.add(VethPair.create("hnio-integrity", "hnit"));
+            host = VethPair.ADDRESS_A;
+        }
+        ChildJvm server = start(pair, true, "server", "listen", host, 0, CONNECTIONS, TOTAL);
         int port = Integer.parseInt(server.awaitValue("PORT", 60));
-        ChildJvm client = start("client", "connect", "127.0.0.1", port, CONNECTIONS, TOTAL);
+        ChildJvm client = start(pair, false, "client", "connect", host, port, CONNECTIONS, TOTAL);
         for (ChildJvm child : new ChildJvm[] {server, client}) {
             ChildJvm.Line end = child.await(text -> text.startsWith("END ") || text.startsWith("FAILED"),
                     TIMEOUT_SECONDS);
@@ -136,6 +172,15 @@ public class IntegrityTest {
                 for (Map.Entry<Integer, String[]> entry : paths.entrySet()) {
                     String path = String.join(" ", entry.getValue());
                     String what = child.name() + ", connection " + entry.getKey() + ": " + path;
+                    if (container()) {
+                        assertTrue("on TCP, for a reason: " + what,
+                                path.startsWith("tcp (") && !path.startsWith("tcp (not upgraded yet"));
+                        if (entry.getKey() == 0) {
+                            Reliability.figure(getClass().getSimpleName() + "[" + provider + "-" + transport + "]",
+                                    child.name() + " path", path, "");
+                        }
+                        continue;
+                    }
                     assertTrue("upgraded to UCX: " + what, path.startsWith("ucx"));
                     boolean sharedMemory = path.matches(".*lane\\[\\d+\\]:.*(posix|sysv|cma)/.*");
                     if (transport.equals("shm")) {

@@ -23,13 +23,16 @@ import java.util.SplittableRandom;
  * and the thread waits in {@code select()} without a timeout, so only readiness can end a wait.
  * Prints {@code PORT <port>} once listening (or {@code BIND-FAILED <exception>}), {@code CONNECTED}
  * once connected, {@code STREAMING <path>} once {@link #STREAMING_BYTES} moved (the path the
- * connection took: {@code ucx}, {@code tcp (...)} or {@code jdk}), and at the end of the stream
+ * connection took: {@code ucx}, {@code tcp (...)} or {@code jdk}), {@code MOVED <bytes>} every
+ * {@link #MOVED_STEP} bytes, and at the end of the stream
  * {@code ERROR <exception>} or {@code EOF}; then it waits to be killed. It exits by itself when its
  * stdin ends (the test JVM is gone).
  */
 public final class LinkPeer {
     /** Moved before the peer reports {@code STREAMING}. */
     static final long STREAMING_BYTES = 8L << 20;
+    /** A {@code MOVED} line every so many bytes. */
+    static final long MOVED_STEP = 32L << 20;
 
     private LinkPeer() {
     }
@@ -120,10 +123,14 @@ public final class LinkPeer {
         }
 
         void add(long n) throws IOException {
+            long before = bytes;
             bytes += n;
             if (!reported && bytes >= STREAMING_BYTES) {
                 reported = true;
                 say("STREAMING " + path(channel));
+            }
+            if (bytes / MOVED_STEP != before / MOVED_STEP) {
+                say("MOVED " + bytes);
             }
         }
     }
