@@ -17,7 +17,16 @@ fn closed_channels_workers_are_reused() {
         let (client, server) = connected_to(&hub, &listener, round);
         addresses.push(client.hub().unwrap().main_lane().unwrap().worker.address().to_vec());
         assert_eq!(hub.main_lane().unwrap().endpoints.len(), 1, "round {round}: the server needs one endpoint only");
+        let client_hub = std::sync::Arc::downgrade(client.hub().unwrap());
         close_pair(&client, &server);
+        drop((client, server));
+        // The closed client lingers until the server reported what it consumed; then its hub
+        // goes and its worker becomes a spare.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while client_hub.upgrade().is_some() {
+            assert!(std::time::Instant::now() < deadline, "round {round}: the closed client's hub stays");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
     assert!(addresses.windows(2).all(|w| w[0] == w[1]), "every client connection used the same worker");
     listener.close();

@@ -2,8 +2,8 @@
 //!
 //! A receiver posts `slots` receive buffers and so grants the sender `slots` credits: the sender
 //! may have at most that many messages in flight that the receiver has not consumed. The receiver
-//! counts consumed messages and reports the count back (piggybacked on its own messages or in a
-//! credit message); every report frees that many credits at the sender. Counts are absolute
+//! counts consumed messages and reports the count back in a credit message; every report frees
+//! that many credits at the sender. Counts are absolute
 //! (monotonic 64-bit), so reports are idempotent and may arrive in any order.
 
 use super::error::{Error, Result, Status};
@@ -68,9 +68,9 @@ pub struct RxCredits {
 }
 
 impl RxCredits {
-    /// Reports go out after a quarter of the slots were consumed (every message for tiny rings).
+    /// Reports go out after half the slots were consumed (every message for tiny rings).
     pub fn new(slots: u32) -> RxCredits {
-        RxCredits { consumed: 0, reported: 0, report_every: (slots as u64 / 4).max(1) }
+        RxCredits { consumed: 0, reported: 0, report_every: (slots as u64 / 2).max(1) }
     }
 
     pub fn consumed(&self) -> u64 {
@@ -81,9 +81,9 @@ impl RxCredits {
         self.consumed += 1;
     }
 
-    /// Whether a report should go out now. Reports below the threshold can wait for a
-    /// message of ours to carry them: until then the sender still holds at least
-    /// `slots - report_every` credits, so it never stalls on them.
+    /// Whether a report should go out now. Below the threshold the sender still holds at least
+    /// `slots - report_every` credits, so it never stalls on a report that waits; a sender that
+    /// used them all waits for messages the reader has not consumed yet.
     pub fn should_report(&self) -> bool {
         self.consumed - self.reported >= self.report_every
     }
@@ -92,7 +92,7 @@ impl RxCredits {
         self.consumed > self.reported
     }
 
-    /// The peer now knows the current count (a report or a piggybacked message went out).
+    /// The peer now knows the current count (a report went out).
     pub fn on_reported(&mut self) {
         self.reported = self.consumed;
     }
@@ -131,11 +131,13 @@ mod tests {
     }
 
     #[test]
-    fn receiver_reports_every_quarter() {
+    fn receiver_reports_every_half() {
         let mut rx = RxCredits::new(8);
         assert!(!rx.should_report());
-        rx.on_consumed();
-        assert!(!rx.should_report());
+        for _ in 0..3 {
+            rx.on_consumed();
+            assert!(!rx.should_report());
+        }
         assert!(rx.unreported());
         rx.on_consumed();
         assert!(rx.should_report());

@@ -1,11 +1,14 @@
 //! The UCX half of a connection: posted receive slots, credits, staged sends.
 //!
-//! Receiving: `slots` buffers of `slot_len` bytes are posted with the connection's tag; the peer
-//! may have at most that many unconsumed messages in flight (its credits). UCX matches messages
-//! to posted receives in posting order but may complete them in any order, so every slot has its
-//! own completion flag and the reader consumes slots strictly in ring order. A consumed slot is
-//! posted again at once and counted; the count returns to the peer piggybacked on our own data
-//! messages or, when we have nothing to say, in a small active message.
+//! Receiving: `slots` buffers of `slot_len` bytes are posted, each for one message: slot `k`
+//! receives the slot messages whose sequence number is `k` modulo the slot count, by exact tag
+//! (UCX finds an exact tag by hash; a masked receive would be searched for in a list of every
+//! masked receive of the worker). The peer may have at most that many unconsumed messages in
+//! flight (its credits). UCX may complete receives in any order, so every slot has its own
+//! completion flag and the reader consumes slots strictly in ring order. A consumed slot is posted
+//! again at once, for the message `slots` later, and counted; the count returns to the peer in a
+//! small active message once half the slots were consumed. An empty slot message announces a
+//! BODY, received outside the slots (straight into the reader's memory when its length fits).
 //!
 //! Sending: a message carries at most the peer's slot length. A write is sent straight from the
 //! caller's memory when UCX can complete it before returning; otherwise, or when credits are
@@ -202,7 +205,10 @@ unsafe extern "C" fn large_received(
 
 /// A BODY being received: into the caller's memory (blocking reads) or into the bounce buffer.
 struct LargeRx {
-    len: usize,
+    /// Its length, if UCX knew it when the receive was posted.
+    expected: Option<usize>,
+    /// Size of the receive buffer.
+    capacity: usize,
     into_user: bool,
     offset: usize,
     status: Box<LargeStatus>,
@@ -252,17 +258,17 @@ pub struct Link {
     spare: Vec<Box<SendBuf>>,
     credit: Box<CreditSend>,
     credit_wanted: bool,
-    /// The announced head message was checked (kind, piggybacked credits).
-    head_checked: bool,
-    /// Slots from the head whose piggybacked credits were taken (see [`Link::harvest_credits`]).
-    harvested: usize,
+    /// Sequence number of the slot message the next posted receive is for.
+    rx_posted: u64,
     large_rx: Option<LargeRx>,
     rx_large_seq: u64,
     bounce: Vec<u8>,
     large_tx: Option<LargeTx>,
     tx_large_seq: u64,
-    announce: Box<[u8; protocol::LARGE_PAYLOAD_LEN]>,
 }
+
+/// What an empty slot message (a BODY announcement) is sent from.
+static EMPTY: [u8; 1] = [0];
 
 impl Link {
     /// Allocates the receive slots for connection `id` on the worker of `lane` and posts them all.
@@ -314,14 +320,12 @@ impl Link {
             spare: Vec::new(),
             credit,
             credit_wanted: false,
-            head_checked: false,
-            harvested: 0,
+            rx_posted: 0,
             large_rx: None,
             rx_large_seq: 0,
             bounce: Vec::new(),
             large_tx: None,
             tx_large_seq: 0,
-            announce: Box::new([0; protocol::LARGE_PAYLOAD_LEN]),
         };
         let worker = link.lane.worker.clone();
         let lock = worker.lock();
@@ -351,7 +355,10 @@ impl Link {
         }
     }
 
+    /// Posts `slot` for the next slot message in sequence.
     fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx_posted);
+        self.rx_posted += 1;
         let status = &self.shared.slots[slot];
         status.done.store(false, Ordering::Relaxed);
         let buffer = self.memory[slot * self.slot_len..].as_mut_ptr();
@@ -361,8 +368,8 @@ impl Link {
             lock.tag_recv(
                 buffer,
                 self.slot_len,
-                protocol::slot_tag(self.shared.id),
-                protocol::SLOT_MASK,
+                tag,
+                protocol::FULL_MASK,
                 recv_done,
                 status as *const SlotStatus as *mut c_void,
             )
@@ -494,7 +501,6 @@ impl Link {
     /// same cursor).
     pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
-        let credits = self.tx.peer_consumed();
         let worker = self.lane.worker.clone();
         let mut lock = None;
         while dst.remaining() > 0 {
@@ -504,21 +510,18 @@ impl Link {
                 }
                 let status = large.status.status.load(Ordering::Relaxed);
                 let got = large.status.len.load(Ordering::Relaxed);
-                if status != 0 || got != large.len {
-                    return Err(Error::new(
-                        Status::Reset,
-                        format!("receiving a large message failed: {} ({got} of {} bytes)", ucx::Status(status as i8), large.len),
-                    ));
+                if status != 0 || got == 0 || large.expected.is_some_and(|expected| got != expected) {
+                    return Err(Self::body_error(status, got, large.expected, large.capacity));
                 }
                 if large.into_user {
-                    dst.advance(large.len);
-                    large.offset = large.len;
+                    dst.advance(got);
+                    large.offset = got;
                 } else {
                     // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
-                    let copied = unsafe { dst.fill_from(&self.bounce[large.offset..large.len]) };
+                    let copied = unsafe { dst.fill_from(&self.bounce[large.offset..got]) };
                     large.offset += copied;
                 }
-                if large.offset == large.len {
+                if large.offset == got {
                     let lock = lock.get_or_insert_with(|| worker.lock());
                     if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
                         request.free(lock);
@@ -540,24 +543,20 @@ impl Link {
                     Error::new(Status::Reset, format!("UCX receive failed: {}", ucx::Status(status as i8)))
                 });
             }
-            let tag = slot.tag.load(Ordering::Relaxed);
             let len = slot.len.load(Ordering::Relaxed);
-            let kind = protocol::split_tag(tag).1;
-            if !self.head_checked {
-                self.on_message_header(tag)?;
-                self.head_checked = true;
-            }
-            let base = self.head * self.slot_len;
-            if kind == protocol::KIND_LARGE {
-                let body = self.announced_length(base, len)?;
-                let user = match dst.chunk(body) {
-                    Some((addr, n)) if allow_user && n == body && dst.moved() == start => Some(addr),
+            if len == 0 {
+                // A BODY announcement: its length is known once UCX has seen the BODY's first
+                // bytes (its sender sent it right after); the reader's memory takes it if it fits.
+                let lock = lock.get_or_insert_with(|| worker.lock());
+                let body = self.body_length(lock)?;
+                let user = match body.and_then(|body| dst.chunk(body).map(|chunk| (body, chunk))) {
+                    Some((body, (addr, n))) if allow_user && n == body && dst.moved() == start => Some(addr),
                     _ => None,
                 };
-                let lock = lock.get_or_insert_with(|| worker.lock());
                 self.start_large_rx(lock, body, user)?;
                 continue;
             }
+            let base = self.head * self.slot_len;
             let bytes = &self.memory[base + self.head_offset..base + len];
             // SAFETY: `dst` regions are caller memory valid for this call and distinct from the
             // ring memory.
@@ -569,12 +568,6 @@ impl Link {
             }
         }
         let read = dst.moved() - start;
-        if self.tx.peer_consumed() > credits && self.staged.iter().any(|b| !b.posted) {
-            // The messages read carried credits that staged bytes were waiting for (a writer
-            // blocked on a full send buffer would otherwise wait for the next credit message).
-            let lock = lock.get_or_insert_with(|| worker.lock());
-            self.post_staged(lock)?;
-        }
         if self.rx.should_report() {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
@@ -582,7 +575,7 @@ impl Link {
         Ok(read)
     }
 
-    /// Re-posts the head slot and moves on to the next one.
+    /// Re-posts the head slot (for the message `slots` later) and moves on to the next one.
     fn consume_head(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         if let Some(request) = self.requests[self.head].take() {
             request.free(lock);
@@ -590,41 +583,62 @@ impl Link {
         self.post(lock, self.head)?;
         self.head = (self.head + 1) % self.shared.slots.len();
         self.head_offset = 0;
-        self.head_checked = false;
-        self.harvested = self.harvested.saturating_sub(1);
         self.rx.on_consumed();
         Ok(())
     }
 
-    /// The length of the BODY a LARGE message announces, validated.
-    fn announced_length(&self, base: usize, len: usize) -> Result<usize> {
-        if len != protocol::LARGE_PAYLOAD_LEN {
-            return Err(Error::new(Status::Protocol, format!("hadroNIO protocol error: LARGE message of {len} bytes")));
-        }
-        let body = protocol::decode_u64(&self.memory[base..base + len])? as usize;
-        let limit = MAX_LARGE_MESSAGE.max(self.slot_len);
+    /// Largest BODY this side accepts.
+    fn body_limit(&self) -> usize {
+        MAX_LARGE_MESSAGE.max(self.slot_len)
+    }
+
+    /// The length of the next BODY if UCX has its first bytes already, validated.
+    fn body_length(&self, lock: &WorkerLock<'_>) -> Result<Option<usize>> {
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        let Some(body) = lock.probe_length(tag) else { return Ok(None) };
+        let limit = self.body_limit();
         if body == 0 || body > limit {
             return Err(Error::new(
                 Status::Protocol,
-                format!("hadroNIO protocol error: LARGE message announces {body} bytes (allowed 1..={limit})"),
+                format!("hadroNIO protocol error: a BODY of {body} bytes (allowed 1..={limit})"),
             ));
         }
-        Ok(body)
+        Ok(Some(body))
     }
 
-    /// Posts the receive of the announced BODY, into `user` memory or the bounce buffer.
-    fn start_large_rx(&mut self, lock: &WorkerLock<'_>, len: usize, user: Option<usize>) -> Result<()> {
+    fn body_error(status: i32, got: usize, expected: Option<usize>, capacity: usize) -> Error {
+        if status == ucx::Status::MESSAGE_TRUNCATED.0 as i32 {
+            return Error::new(Status::Protocol, format!("hadroNIO protocol error: a BODY larger than {capacity} bytes"));
+        }
+        if status == 0 && got == 0 {
+            return Error::new(Status::Protocol, "hadroNIO protocol error: an empty BODY");
+        }
+        Error::new(
+            Status::Reset,
+            format!(
+                "receiving a large message failed: {} ({got} of {} bytes)",
+                ucx::Status(status as i8),
+                expected.map_or_else(|| String::from("?"), |e| e.to_string())
+            ),
+        )
+    }
+
+    /// Posts the receive of the next BODY: into `user` memory (its length is known and fits), or
+    /// into the bounce buffer, sized for the BODY if its length is known and for the largest one
+    /// this side accepts otherwise.
+    fn start_large_rx(&mut self, lock: &WorkerLock<'_>, expected: Option<usize>, user: Option<usize>) -> Result<()> {
         let status = Box::new(LargeStatus {
             owner: Arc::as_ptr(&self.shared),
             done: AtomicBool::new(false),
             status: AtomicI32::new(0),
             len: AtomicUsize::new(0),
         });
+        let capacity = expected.unwrap_or_else(|| self.body_limit());
         let buffer = match user {
             Some(addr) => addr as *mut u8,
             None => {
-                if self.bounce.len() < len {
-                    self.bounce.resize(len, 0);
+                if self.bounce.len() < capacity {
+                    self.bounce.resize(capacity, 0);
                 }
                 self.bounce.as_mut_ptr()
             }
@@ -634,13 +648,13 @@ impl Link {
         // bounce buffer owned by the link) and the boxed status stay valid until the receive
         // completes; teardown cancels and waits for it.
         let started = unsafe {
-            lock.tag_recv(buffer, len, tag, protocol::FULL_MASK, large_received, &*status as *const LargeStatus as *mut c_void)
+            lock.tag_recv(buffer, capacity, tag, protocol::FULL_MASK, large_received, &*status as *const LargeStatus as *mut c_void)
         };
         let request = match started {
             Ok(request) => request,
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
         };
-        self.large_rx = Some(LargeRx { len, into_user: user.is_some(), offset: 0, status, request: Some(request) });
+        self.large_rx = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
         Ok(())
     }
 
@@ -671,44 +685,6 @@ impl Link {
         if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
             request.free(&lock);
         }
-    }
-
-    /// Takes the credits piggybacked on messages that arrived but were not read yet. The peer
-    /// counts credits as reported once the message carrying them left, so they must count here
-    /// on arrival, as TCP's window updates do whatever the receiving application does: one that
-    /// stops reading until it can write again (an echo server under backpressure) would
-    /// otherwise wait for credits sitting in the messages it does not read.
-    fn harvest_credits(&mut self) -> Result<()> {
-        let slots = self.shared.slots.len();
-        while self.harvested < slots {
-            let slot = &self.shared.slots[(self.head + self.harvested) % slots];
-            if !slot.done.load(Ordering::Acquire) {
-                break;
-            }
-            if slot.status.load(Ordering::Relaxed) == 0 {
-                let (dest, kind, low) = protocol::split_tag(slot.tag.load(Ordering::Relaxed));
-                // Anything else is refused when the message is read (`on_message_header`).
-                if dest == self.shared.id && (kind == protocol::KIND_DATA || kind == protocol::KIND_LARGE) {
-                    let consumed = protocol::unwrap_counter(self.tx.peer_consumed(), low);
-                    self.tx.on_consumed(consumed)?;
-                }
-            }
-            self.harvested += 1;
-        }
-        Ok(())
-    }
-
-    /// Checks the tag of a message at the head of the ring and takes its piggybacked credits.
-    fn on_message_header(&mut self, tag: u64) -> Result<()> {
-        let (dest, kind, low) = protocol::split_tag(tag);
-        if dest != self.shared.id || (kind != protocol::KIND_DATA && kind != protocol::KIND_LARGE) {
-            return Err(Error::new(
-                Status::Protocol,
-                format!("hadroNIO protocol error: unexpected message kind {kind} for connection {dest}"),
-            ));
-        }
-        let consumed = protocol::unwrap_counter(self.tx.peer_consumed(), low);
-        self.tx.on_consumed(consumed)
     }
 
     /// Sends the consumed count to the peer in an active message (one at a time).
@@ -781,8 +757,9 @@ impl Link {
         self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.done.load(Ordering::Acquire)
     }
 
+    /// The tag of our next slot message.
     fn tag(&self, peer: Peer) -> u64 {
-        protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed())
+        protocol::make_tag(peer.id, protocol::KIND_SLOT, self.tx.sent())
     }
 
     /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
@@ -832,16 +809,13 @@ impl Link {
         Ok(src.moved() - start)
     }
 
-    /// Sends a LARGE announcement and the BODY from the caller's memory. `Ok(false)` if the
-    /// announcement could not go out at once (nothing sent).
+    /// Sends a BODY announcement (an empty slot message) and the BODY from the caller's memory.
+    /// `Ok(false)` if the announcement could not go out at once (nothing sent).
     fn send_large(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
-        *self.announce = protocol::encode_u64(len as u64);
-        let tag = protocol::make_tag(peer.id, protocol::KIND_LARGE, self.rx.consumed());
-        // SAFETY: immediate-only: UCX completes (copying the 8 bytes) or does nothing.
-        let started = unsafe {
-            ep.tag_send(lock, self.announce.as_ptr(), self.announce.len(), tag, true, ignore_send, std::ptr::null_mut())
-        };
+        let tag = self.tag(peer);
+        // SAFETY: immediate-only and empty: UCX completes or does nothing.
+        let started = unsafe { ep.tag_send(lock, EMPTY.as_ptr(), 0, tag, true, ignore_send, std::ptr::null_mut()) };
         match started {
             Ok(Some(Start::Done(()))) => {}
             Ok(Some(Start::Pending(request))) => {
@@ -852,7 +826,6 @@ impl Link {
             Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
         }
         self.tx.on_sent();
-        self.rx.on_reported();
         let status = Arc::new(SendStatus { owner: Arc::as_ptr(&self.shared), done: AtomicBool::new(false), status: AtomicI32::new(0) });
         let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx_large_seq);
         self.tx_large_seq += 1;
@@ -928,7 +901,6 @@ impl Link {
         match started {
             Ok(Some(Start::Done(()))) => {
                 self.tx.on_sent();
-                self.rx.on_reported();
                 Ok(true)
             }
             Ok(Some(Start::Pending(request))) => {
@@ -938,7 +910,6 @@ impl Link {
                 lock.complete(&request);
                 request.free(lock);
                 self.tx.on_sent();
-                self.rx.on_reported();
                 Ok(true)
             }
             Ok(None) => Ok(false),
@@ -992,7 +963,7 @@ impl Link {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(()) };
         let mut index = self.staged.iter().position(|b| !b.posted).unwrap_or(self.staged.len());
         while index < self.staged.len() && self.tx.available() > 0 {
-            let tag = protocol::make_tag(peer.id, protocol::KIND_DATA, self.rx.consumed());
+            let tag = self.tag(peer);
             let buf = &mut self.staged[index];
             // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
             // completed (or teardown closed the endpoint, which completes it).
@@ -1009,7 +980,6 @@ impl Link {
                 }
             }
             self.tx.on_sent();
-            self.rx.on_reported();
             index += 1;
         }
         self.recycle(lock);
@@ -1050,7 +1020,6 @@ impl Link {
         if reported > self.tx.peer_consumed() {
             self.tx.on_consumed(reported)?;
         }
-        self.harvest_credits()?;
         self.post_staged(lock)?;
         if self.credit_wanted {
             self.report_credits(lock)?;
@@ -1080,7 +1049,8 @@ impl Link {
             lock.progress();
         }
         let mut scratch = Vec::new();
-        let drained = lock.drain_unexpected(protocol::slot_tag(self.shared.id), 0xFFFF_FFFF_0000_0000, &mut scratch);
+        let drained =
+            lock.drain_unexpected(protocol::make_tag(self.shared.id, protocol::KIND_SLOT, 0), protocol::DEST_MASK, &mut scratch);
         if drained > 0 {
             debug!("link {}: discarded {drained} unread messages", self.shared.id);
         }

@@ -37,12 +37,14 @@
 //! once per process.
 //!
 //! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
-//! `dest id: 32 | kind: 2 | low: 30`. Kinds DATA (payload = stream bytes) and LARGE (payload =
-//! `length: u64` of the following BODY) are received into the posted receive slots and carry in
-//! `low` the sender's count of consumed messages (piggybacked credits). A BODY message (kind 2,
-//! `low` = its sequence number) carries the bytes a LARGE announced; it is received outside the
-//! slots. Credits without data travel as an active message [`AM_CREDIT`] with a 12-byte header
-//! `dest id: u32, consumed: u64`. Before a side sends SWITCH it proves that the UCX path works in
+//! `dest id: 32 | kind: 2 | seq: 30`, and every receive matches one tag exactly (so that UCX
+//! finds it by hash, however many connections share a worker). SLOT messages (kind 0, `seq` = the
+//! sender's count of slot messages before it, modulo 2^30) go into the posted receive slots: a
+//! non-empty one carries stream bytes, an empty one announces a BODY. A BODY message (kind 2,
+//! `seq` = its own sequence number) carries the bytes of such an announcement (1 byte up to the
+//! receiver's `max_message`); it is received outside the slots, into the reader's memory when its
+//! length fits there. The receiver returns credits as an active message [`AM_CREDIT`] with a
+//! 12-byte header `dest id: u32, consumed: u64`. Before a side sends SWITCH it proves that the UCX path works in
 //! both directions: it sends an [`AM_PROBE`] ping (16-byte header `dest id: u32, kind: u8 = 1,
 //! reserved: [u8; 3] = 0, token: u64`), which the peer answers over UCX with a pong (kind 2, the
 //! same token). A worker being destroyed sends every peer worker an [`AM_GOODBYE`] with an 8-byte
@@ -53,8 +55,8 @@ use std::fmt;
 
 /// First bytes of every hadroNIO TCP stream.
 pub const MAGIC: [u8; 8] = [0x89, b'h', b'N', b'I', b'O', b'\r', b'\n', 0x1a];
-pub const VERSION: u16 = 3;
-pub const MIN_VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
+pub const MIN_VERSION: u16 = 4;
 /// A client's first stream byte, sent as TCP urgent data: "this side can upgrade".
 pub const URGENT_OFFER: u8 = 0x00;
 /// A server's urgent answer to an offer: "so can this side".
@@ -92,7 +94,6 @@ pub const AM_CREDIT: u32 = 0x4843;
 pub const AM_GOODBYE: u32 = 0x4842;
 pub const GOODBYE_HEADER_LEN: usize = 8;
 pub const CREDIT_HEADER_LEN: usize = 12;
-pub const LARGE_PAYLOAD_LEN: usize = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -383,37 +384,21 @@ pub fn decode_u64(payload: &[u8]) -> Result<u64, ProtocolError> {
 
 // --- UCX tags -------------------------------------------------------------------------------
 
-pub const KIND_DATA: u64 = 0;
-pub const KIND_LARGE: u64 = 1;
+pub const KIND_SLOT: u64 = 0;
 pub const KIND_BODY: u64 = 2;
-const LOW_BITS: u32 = 30;
-pub const LOW_MASK: u64 = (1 << LOW_BITS) - 1;
-/// Mask of posted slot receives: destination id and the kind bit that separates BODY messages.
-pub const SLOT_MASK: u64 = 0xFFFF_FFFF_8000_0000;
+const SEQ_BITS: u32 = 30;
+pub const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 pub const FULL_MASK: u64 = u64::MAX;
+/// Mask of every message to one destination (used to discard what was never read).
+pub const DEST_MASK: u64 = 0xFFFF_FFFF_0000_0000;
 
-pub fn make_tag(dest: u32, kind: u64, low: u64) -> u64 {
-    ((dest as u64) << 32) | (kind << LOW_BITS) | (low & LOW_MASK)
+pub fn make_tag(dest: u32, kind: u64, seq: u64) -> u64 {
+    ((dest as u64) << 32) | (kind << SEQ_BITS) | (seq & SEQ_MASK)
 }
 
-pub fn slot_tag(dest: u32) -> u64 {
-    (dest as u64) << 32
-}
-
-/// Splits a tag into `(dest id, kind, low bits)`.
+/// Splits a tag into `(dest id, kind, seq)`.
 pub fn split_tag(tag: u64) -> (u32, u64, u64) {
-    ((tag >> 32) as u32, (tag >> LOW_BITS) & 3, tag & LOW_MASK)
-}
-
-/// Reconstructs a 64-bit counter from its low 30 bits, given a value `known` that is at most the
-/// true one and less than 2^29 behind it. Returns `known` if `low` would move it backwards.
-pub fn unwrap_counter(known: u64, low: u64) -> u64 {
-    let delta = low.wrapping_sub(known) & LOW_MASK;
-    if delta >= 1 << (LOW_BITS - 1) {
-        known
-    } else {
-        known + delta
-    }
+    ((tag >> 32) as u32, (tag >> SEQ_BITS) & 3, tag & SEQ_MASK)
 }
 
 pub fn encode_credit(dest: u32, consumed: u64) -> [u8; CREDIT_HEADER_LEN] {
@@ -559,21 +544,11 @@ mod tests {
 
     #[test]
     fn tags() {
-        let tag = make_tag(0xDEAD_BEEF, KIND_LARGE, (1 << 30) + 5);
-        assert_eq!(split_tag(tag), (0xDEAD_BEEF, KIND_LARGE, 5));
-        assert_eq!(tag & SLOT_MASK, slot_tag(0xDEAD_BEEF));
-        assert_eq!(make_tag(3, KIND_DATA, 77) & SLOT_MASK, slot_tag(3));
-        assert_ne!(make_tag(3, KIND_BODY, 0) & SLOT_MASK, slot_tag(3));
-    }
-
-    #[test]
-    fn counter_unwrapping() {
-        assert_eq!(unwrap_counter(0, 5), 5);
-        assert_eq!(unwrap_counter(5, 5), 5);
-        let big = (3u64 << 30) + LOW_MASK - 1;
-        assert_eq!(unwrap_counter(big, 2), (4u64 << 30) + 2);
-        // A stale (older) value never moves the counter backwards.
-        assert_eq!(unwrap_counter(100, 90), 100);
+        let tag = make_tag(0xDEAD_BEEF, KIND_BODY, (1 << 30) + 5);
+        assert_eq!(split_tag(tag), (0xDEAD_BEEF, KIND_BODY, 5));
+        assert_eq!(tag & DEST_MASK, make_tag(0xDEAD_BEEF, KIND_SLOT, 0));
+        assert_ne!(make_tag(3, KIND_SLOT, 7), make_tag(3, KIND_BODY, 7));
+        assert_ne!(make_tag(3, KIND_SLOT, 7), make_tag(4, KIND_SLOT, 7));
     }
 
     #[test]

@@ -216,7 +216,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_lastError(env: *mut JNIEnv, 
 }
 
 /// `static native long bufferAddress(ByteBuffer direct)`: the native address of a direct buffer
-/// (used only when the address cannot be read from Java).
+/// (JDK 21 and older, once per buffer and thread; newer JDKs ask `MemorySegment`).
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_bufferAddress(env: *mut JNIEnv, _class: jclass, buffer: jobject) -> jlong {
     slow(env, 0, |env| {
@@ -224,6 +224,37 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_bufferAddress(env: *mut JNIE
         let buffer = unsafe { JByteBuffer::from_raw(buffer) };
         let address = env.get_direct_buffer_address(&buffer).map_err(|_| Error::invalid("not a direct buffer"))?;
         Ok(address as jlong)
+    })
+}
+
+/// `static native SelectorProvider jdkSelectorProvider()`: the JDK's own provider
+/// (`sun.nio.ch.DefaultSelectorProvider`), for the channel kinds hadroNIO leaves to it. JNI calls
+/// are not subject to the module system's access checks, so no `--add-exports` is needed.
+#[no_mangle]
+pub extern "C" fn Java_dev_hadronio_internal_Native_jdkSelectorProvider(env: *mut JNIEnv, _class: jclass) -> jobject {
+    slow(env, std::ptr::null_mut(), |env| {
+        const HOLDER: &str = "sun/nio/ch/DefaultSelectorProvider";
+        // `SelectorProviderImpl get()` since JDK 15, `SelectorProvider create()` before.
+        const METHODS: [(&str, &str); 3] = [
+            ("get", "()Lsun/nio/ch/SelectorProviderImpl;"),
+            ("get", "()Ljava/nio/channels/spi/SelectorProvider;"),
+            ("create", "()Ljava/nio/channels/spi/SelectorProvider;"),
+        ];
+        for (method, signature) in METHODS {
+            match env.call_static_method(HOLDER, method, signature, &[]) {
+                Ok(value) => {
+                    let provider = value.l().map_err(jni_error)?;
+                    if !provider.is_null() {
+                        return Ok(provider.into_raw());
+                    }
+                }
+                Err(_) => {
+                    // A NoSuchMethodError is pending: clear it and try the other name.
+                    let _ = env.exception_clear();
+                }
+            }
+        }
+        Err(Error::new(Status::Io, "the JDK's SelectorProvider (sun.nio.ch.DefaultSelectorProvider) is not there"))
     })
 }
 

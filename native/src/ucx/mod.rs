@@ -638,6 +638,15 @@ impl WorkerLock<'_> {
 
     /// Removes and receives every unexpected message matching `tag`/`mask` into `scratch`,
     /// discarding the contents. Returns how many messages were drained.
+    /// The length of a message with exactly this tag that arrived but matched no receive yet (UCX
+    /// knows it from the message's first bytes), without taking it.
+    pub fn probe_length(&self, tag: u64) -> Option<usize> {
+        let mut info = sys::ucp_tag_recv_info_t { sender_tag: 0, length: 0 };
+        // SAFETY: the worker is valid and the lock is held; `remove = 0` leaves the message there.
+        let message = unsafe { sys::ucp_tag_probe_nb(self.worker.handle, tag, u64::MAX, 0, &mut info) };
+        (!message.is_null()).then_some(info.length as usize)
+    }
+
     pub fn drain_unexpected(&self, tag: u64, mask: u64, scratch: &mut Vec<u8>) -> usize {
         let mut drained = 0;
         loop {

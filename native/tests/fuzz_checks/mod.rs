@@ -412,12 +412,10 @@ impl Bytes<'_> {
     }
 }
 
-const WINDOW: u64 = 1 << 29;
-
-/// Tags (`split_tag`/`make_tag`), counter unwrapping, credit and goodbye messages and the sender's
-/// credit accounting, driven by a sequence of operations. A genuine (possibly stale) consumed count
-/// carried in a tag is always recovered exactly; a forged one never moves the count backwards,
-/// never beyond what was sent, and never raises the credits above the slots.
+/// Tags (`split_tag`/`make_tag`), credit and goodbye messages and the sender's credit
+/// accounting, driven by a sequence of operations. A genuine (possibly stale) consumed count
+/// never moves the count backwards; a forged one is refused beyond what was sent and never raises
+/// the credits above the slots. The tags of the receives posted at any moment are distinct.
 pub fn tags_credits(data: &[u8]) {
     let mut input = Bytes(data);
     let slots = 1 + input.u8().unwrap_or(0) as u32 % 64;
@@ -442,35 +440,21 @@ pub fn tags_credits(data: &[u8]) {
                 reports.push(consumed);
             }
             2 => {
-                // A genuine report, maybe an old one (messages complete in any order).
+                // A genuine report, maybe an old one (credit messages may overtake each other).
                 let back = input.u8().unwrap_or(0) as usize % reports.len();
                 let reported = reports[reports.len() - 1 - back];
-                let dest = input.u64() as u32;
-                let kind = if input.u8().unwrap_or(0) & 1 == 0 { protocol::KIND_DATA } else { protocol::KIND_LARGE };
-                let tag = protocol::make_tag(dest, kind, reported);
-                assert_eq!(protocol::split_tag(tag), (dest, kind, reported & protocol::LOW_MASK));
-                assert_eq!(tag & protocol::SLOT_MASK, protocol::slot_tag(dest));
                 let known = tx.peer_consumed();
-                let unwrapped = protocol::unwrap_counter(known, reported & protocol::LOW_MASK);
-                assert_eq!(unwrapped, reported.max(known), "known {known}, reported {reported}");
-                tx.on_consumed(unwrapped).unwrap();
+                tx.on_consumed(reported).unwrap();
                 assert_eq!(tx.peer_consumed(), reported.max(known));
             }
             3 => {
-                // A forged tag.
-                let tag = input.u64();
-                let (dest, kind, low) = protocol::split_tag(tag);
-                assert!(kind <= 3 && low <= protocol::LOW_MASK);
-                assert_eq!(protocol::make_tag(dest, kind, low), tag);
-                let known = tx.peer_consumed();
-                let unwrapped = protocol::unwrap_counter(known, low);
-                assert!(unwrapped >= known && unwrapped - known < WINDOW);
-                assert!(unwrapped == known || unwrapped & protocol::LOW_MASK == low);
+                // A forged report.
+                let claimed = input.u64();
                 let before = tx;
-                match tx.on_consumed(unwrapped) {
-                    Ok(()) => assert!(unwrapped <= before.sent()),
+                match tx.on_consumed(claimed) {
+                    Ok(()) => assert!(claimed <= before.sent()),
                     Err(e) => {
-                        assert!(unwrapped > before.sent());
+                        assert!(claimed > before.sent());
                         assert_eq!(e.status, Status::Protocol);
                         assert_eq!(tx, before, "a refused report changed the credits");
                     }
@@ -500,14 +484,21 @@ pub fn tags_credits(data: &[u8]) {
                 }
             }
             _ => {
-                // Counter unwrapping far from zero: a value less than 2^29 ahead is recovered,
-                // one up to 2^29 behind leaves the count alone. (The count must stay below
-                // 2^64 - 2^29: `unwrap_counter` adds without overflow check.)
-                let known = input.u64() % (u64::MAX - WINDOW);
-                let ahead = input.u64() % WINDOW;
-                assert_eq!(protocol::unwrap_counter(known, (known + ahead) & protocol::LOW_MASK), known + ahead);
-                let behind = (1 + input.u64() % WINDOW).min(known);
-                assert_eq!(protocol::unwrap_counter(known, (known - behind) & protocol::LOW_MASK), known);
+                // Tags: a round trip through split_tag, and the receives posted at one moment
+                // (slot messages `from .. from + slots`, a BODY) all have different tags.
+                let tag = input.u64();
+                let (dest, kind, seq) = protocol::split_tag(tag);
+                assert!(kind <= 3 && seq <= protocol::SEQ_MASK);
+                assert_eq!(protocol::make_tag(dest, kind, seq), tag);
+                let from = input.u64();
+                let mut posted: Vec<u64> =
+                    (0..slots as u64).map(|k| protocol::make_tag(dest, protocol::KIND_SLOT, from.wrapping_add(k))).collect();
+                posted.push(protocol::make_tag(dest, protocol::KIND_BODY, from));
+                let count = posted.len();
+                posted.sort_unstable();
+                posted.dedup();
+                assert_eq!(posted.len(), count, "posted receives share a tag");
+                assert!(posted.iter().all(|t| t & protocol::DEST_MASK == (dest as u64) << 32));
             }
         }
         assert!(tx.available() <= slots as u64);

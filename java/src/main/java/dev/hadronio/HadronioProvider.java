@@ -1,11 +1,11 @@
 package dev.hadronio;
 
+import dev.hadronio.internal.Native;
 import dev.hadronio.internal.NativeLoader;
 import dev.hadronio.nio.HadronioSelector;
 import dev.hadronio.nio.HadronioServerSocketChannel;
 import dev.hadronio.nio.HadronioSocketChannel;
 import java.io.IOException;
-import java.lang.reflect.Method;
 import java.net.ProtocolFamily;
 import java.net.StandardProtocolFamily;
 import java.nio.channels.Channel;
@@ -23,9 +23,8 @@ import java.nio.channels.spi.SelectorProvider;
  *
  * <p>Enable it for a whole JVM with
  * {@code -Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider}. Differences from
- * the JDK's provider: datagram channels and pipes are delegated to the JDK's own provider when
- * the JVM allows it ({@code --add-exports java.base/sun.nio.ch=ALL-UNNAMED}), otherwise they throw
- * {@link UnsupportedOperationException}; UNIX-domain channels are not supported.
+ * the JDK's provider: datagram channels and pipes are the JDK's own (so they work as always, but
+ * cannot be registered with a hadroNIO selector); UNIX-domain channels are not supported.
  */
 public class HadronioProvider extends SelectorProvider {
     /** Creates the provider and loads the native library (throws if it cannot be loaded). */
@@ -92,26 +91,16 @@ public class HadronioProvider extends SelectorProvider {
     private static volatile SelectorProvider jdk;
 
     /** The JDK's own provider, for the channel kinds hadroNIO does not implement. */
-    private static SelectorProvider jdk(String what) {
+    private static SelectorProvider jdk(String what) throws IOException {
         SelectorProvider provider = jdk;
-        if (provider != null) {
-            return provider;
-        }
-        try {
-            Class<?> holder = Class.forName("sun.nio.ch.DefaultSelectorProvider");
-            Method method;
-            try {
-                method = holder.getMethod("get");
-            } catch (NoSuchMethodException e) {
-                method = holder.getMethod("create");
+        if (provider == null) {
+            provider = Native.jdkSelectorProvider();
+            if (provider == null) {
+                throw new UnsupportedOperationException("hadroNIO does not implement " + what
+                        + " and could not reach the JDK's provider for it");
             }
-            provider = (SelectorProvider) method.invoke(null);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            throw new UnsupportedOperationException("hadroNIO does not implement " + what + "; it delegates to the JDK's "
-                + "provider, which this JVM does not expose (" + e + "); add "
-                + "--add-exports java.base/sun.nio.ch=ALL-UNNAMED to the JVM options to use " + what + " with hadroNIO");
+            jdk = provider;
         }
-        jdk = provider;
         return provider;
     }
 }

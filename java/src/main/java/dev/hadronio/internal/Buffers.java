@@ -3,7 +3,7 @@ package dev.hadronio.internal;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.lang.reflect.Field;
+import java.lang.ref.WeakReference;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -13,28 +13,35 @@ import java.nio.ByteOrder;
  * JDK does), and the per-thread I/O vector of scattering and gathering calls.
  */
 public final class Buffers {
-    private static final MethodHandle GET_LONG;
-    private static final long ADDRESS_OFFSET;
+    /**
+     * {@code (Buffer) -> long}: the address of a direct buffer's position, through
+     * {@code MemorySegment.ofBuffer(buffer).address()} (JDK 22 and later; found by name, as the
+     * library is compiled for Java 11); null on older JDKs, which ask the native library instead.
+     */
+    private static final MethodHandle SEGMENT_ADDRESS = segmentAddress();
 
-    static {
-        MethodHandle getLong = null;
-        long offset = -1;
-        try {
-            Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
-            Field field = unsafeClass.getDeclaredField("theUnsafe");
-            field.setAccessible(true);
-            Object unsafe = field.get(null);
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset", MethodType.methodType(long.class, Field.class));
-            offset = (long) fieldOffset.invoke(unsafe, Buffer.class.getDeclaredField("address"));
-            getLong = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, Object.class, long.class))
-                .bindTo(unsafe);
-        } catch (Throwable e) {
-            getLong = null;
+    private static MethodHandle segmentAddress() {
+        if (Runtime.version().feature() < 22) {
+            return null;
         }
-        GET_LONG = getLong;
-        ADDRESS_OFFSET = offset;
+        try {
+            Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
+            MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+            MethodHandle ofBuffer = lookup.findStatic(segment, "ofBuffer", MethodType.methodType(segment, Buffer.class));
+            MethodHandle address = lookup.findVirtual(segment, "address", MethodType.methodType(long.class));
+            return MethodHandles.filterReturnValue(ofBuffer, address);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
     }
+
+    /** This thread's last direct buffer and its address: most applications reuse their buffers. */
+    private static final class Last {
+        WeakReference<ByteBuffer> buffer = new WeakReference<>(null);
+        long address;
+    }
+
+    private static final ThreadLocal<Last> LAST = ThreadLocal.withInitial(Last::new);
 
     private static final ThreadLocal<ByteBuffer> TEMPORARY = new ThreadLocal<>();
     private static final ThreadLocal<IoVector> VECTORS = ThreadLocal.withInitial(IoVector::new);
@@ -44,14 +51,20 @@ public final class Buffers {
 
     /** The native address of a direct buffer's first byte (not of its position). */
     public static long address(ByteBuffer direct) {
-        if (GET_LONG != null) {
+        MethodHandle segmentAddress = SEGMENT_ADDRESS;
+        if (segmentAddress != null) {
             try {
-                return (long) GET_LONG.invokeExact((Object) direct, ADDRESS_OFFSET);
+                return (long) segmentAddress.invokeExact((Buffer) direct) - direct.position();
             } catch (Throwable e) {
                 throw new IllegalStateException("cannot read a direct buffer's address", e);
             }
         }
-        return Native.bufferAddress(direct);
+        Last last = LAST.get();
+        if (last.buffer.get() != direct) {
+            last.address = Native.bufferAddress(direct);
+            last.buffer = new WeakReference<>(direct);
+        }
+        return last.address;
     }
 
     /**

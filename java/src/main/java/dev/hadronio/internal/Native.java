@@ -37,6 +37,9 @@ public final class Native {
 
     static native long bufferAddress(java.nio.ByteBuffer direct);
 
+    /** The JDK's own {@code SelectorProvider}, reached without {@code --add-exports}. */
+    public static native java.nio.channels.spi.SelectorProvider jdkSelectorProvider();
+
     public static native long connOpen();
 
     public static native void connBind(long handle, byte[] ip, int scopeId, int port);

@@ -7,11 +7,13 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.SocketAddress;
 import java.net.SocketOption;
+import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.channels.AlreadyBoundException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.IllegalBlockingModeException;
 import java.nio.channels.NotYetBoundException;
+import java.nio.channels.SelectionKey;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
@@ -33,6 +35,8 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
     private boolean closing;
     /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
     private int active;
+    /** Where virtual threads wait for connections; registered on first use. */
+    private volatile VirtualPoller.Waits waits;
 
     public HadronioServerSocketChannel(SelectorProvider provider) throws IOException {
         super(provider);
@@ -102,7 +106,12 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
                     h = handle.get();
                 }
                 try {
-                    accepted = Native.listenerAccept(h, blocking, adaptor ? acceptTimeoutMillis : 0);
+                    long timeout = adaptor ? acceptTimeoutMillis : 0;
+                    if (HadronioSocketChannel.parks(blocking)) {
+                        accepted = acceptParked(h, HadronioSocketChannel.deadline(timeout));
+                    } else {
+                        accepted = Native.listenerAccept(h, blocking, timeout);
+                    }
                 } finally {
                     synchronized (stateLock) {
                         active--;
@@ -125,15 +134,46 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
         }
     }
 
+    /** Accepts on a virtual thread: non-blocking attempts, parked in between (0 once closed). */
+    private long acceptParked(long h, long deadline) throws IOException {
+        while (true) {
+            long accepted = Native.listenerAccept(h, false, 0);
+            if (accepted != 0) {
+                return accepted;
+            }
+            VirtualPoller.Waits w = waits;
+            if (w == null) {
+                synchronized (stateLock) {
+                    if (closing) {
+                        return 0;
+                    }
+                    w = waits;
+                    if (w == null) {
+                        w = VirtualPoller.get().register(h, true);
+                        waits = w;
+                    }
+                }
+            }
+            if (!w.await(SelectionKey.OP_ACCEPT, deadline)) {
+                throw new SocketTimeoutException("Accept timed out");
+            }
+        }
+    }
+
     /** Closes the listener and wakes a blocked accept; never waits (runs inside interrupt()). */
     @Override
     protected void implCloseSelectableChannel() throws IOException {
+        VirtualPoller.Waits w;
         synchronized (stateLock) {
             closing = true;
             Native.listenerClose(handle.get());
+            w = waits;
             if (active == 0) {
                 handle.release();
             }
+        }
+        if (w != null) {
+            w.close();
         }
     }
 

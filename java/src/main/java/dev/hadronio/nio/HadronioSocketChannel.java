@@ -4,10 +4,12 @@ import dev.hadronio.internal.Addresses;
 import dev.hadronio.internal.Buffers;
 import dev.hadronio.internal.Native;
 import dev.hadronio.internal.Status;
+import dev.hadronio.internal.VirtualThreads;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.SocketOption;
+import java.net.SocketTimeoutException;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyBoundException;
@@ -18,6 +20,7 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.IllegalBlockingModeException;
 import java.nio.channels.NoConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
+import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
 import java.util.Objects;
@@ -30,7 +33,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * the JDK's exceptions for misuse and asynchronous close. Differences: socket options apply to
  * the TCP control connection (buffer sizes, {@code TCP_NODELAY} and {@code IP_TOS} do not change
  * the UCX path); the channel's data moves over UCX once both ends have upgraded, see
- * {@link #transportDescription()}.
+ * {@link #transportDescription()}. A blocking operation on a virtual thread parks the thread
+ * instead of blocking its carrier (see {@link VirtualPoller}).
  */
 public final class HadronioSocketChannel extends SocketChannel {
     private static final int UNCONNECTED = 0;
@@ -53,6 +57,8 @@ public final class HadronioSocketChannel extends SocketChannel {
     private SocketAdaptor adaptor;
     /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
     private int active;
+    /** Where virtual threads wait for this channel; registered on first use. */
+    private volatile VirtualPoller.Waits waits;
 
     public HadronioSocketChannel(SelectorProvider provider) throws IOException {
         super(provider);
@@ -164,14 +170,14 @@ public final class HadronioSocketChannel extends SocketChannel {
         int n;
         try {
             if (dst.isDirect()) {
-                n = Native.connRead(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
+                n = readNative(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
                 if (n > 0) {
                     dst.position(position + n);
                 }
             } else {
                 ByteBuffer temporary = Buffers.temporary(remaining);
                 int length = Math.min(remaining, temporary.capacity());
-                n = Native.connRead(h, Buffers.address(temporary), length, blocking, timeoutMillis);
+                n = readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis);
                 if (n > 0) {
                     temporary.limit(n);
                     dst.put(temporary);
@@ -181,6 +187,35 @@ public final class HadronioSocketChannel extends SocketChannel {
             leave();
         }
         return readResult(n, blocking);
+    }
+
+    /** A native read; a virtual thread reads without blocking and parks while nothing comes. */
+    private int readNative(long h, long address, int length, boolean blocking, int timeoutMillis) throws IOException {
+        if (!parks(blocking)) {
+            return Native.connRead(h, address, length, blocking, timeoutMillis);
+        }
+        long deadline = deadline(timeoutMillis);
+        while (true) {
+            int n = Native.connRead(h, address, length, false, 0);
+            if (n != 0) {
+                return n;
+            }
+            park(SelectionKey.OP_READ, deadline, "Read");
+        }
+    }
+
+    private long readvNative(long h, long iov, int count, boolean blocking, int timeoutMillis) throws IOException {
+        if (!parks(blocking)) {
+            return Native.connReadv(h, iov, count, blocking, timeoutMillis);
+        }
+        long deadline = deadline(timeoutMillis);
+        while (true) {
+            long n = Native.connReadv(h, iov, count, false, 0);
+            if (n != 0) {
+                return n;
+            }
+            park(SelectionKey.OP_READ, deadline, "Read");
+        }
     }
 
     private int readResult(long n, boolean blocking) throws IOException {
@@ -230,7 +265,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                 long h = enter();
                 long r;
                 try {
-                    r = Native.connReadv(h, vector.address(), vector.count(), blocking, readTimeoutMillis);
+                    r = readvNative(h, vector.address(), vector.count(), blocking, readTimeoutMillis);
                 } finally {
                     leave();
                 }
@@ -288,7 +323,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             long h = enter();
             int n;
             try {
-                n = Native.connWrite(h, Buffers.address(src) + position, remaining, blocking);
+                n = writeNative(h, Buffers.address(src) + position, remaining, blocking);
             } finally {
                 leave();
             }
@@ -307,7 +342,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             long h = enter();
             int n;
             try {
-                n = Native.connWrite(h, Buffers.address(temporary), length, blocking);
+                n = writeNative(h, Buffers.address(temporary), length, blocking);
             } finally {
                 leave();
             }
@@ -324,6 +359,32 @@ public final class HadronioSocketChannel extends SocketChannel {
             }
             if (!blocking || n < length) {
                 break;
+            }
+        }
+        return written;
+    }
+
+    /**
+     * A native write; a virtual thread writes without blocking and parks while nothing goes, until
+     * everything went (a blocking write's promise) or it fails (with the count so far, if any).
+     */
+    private int writeNative(long h, long address, int length, boolean blocking) throws IOException {
+        if (!parks(blocking)) {
+            return Native.connWrite(h, address, length, blocking);
+        }
+        int written = 0;
+        while (written < length) {
+            int n = Native.connWrite(h, address + written, length - written, false);
+            if (n < 0) {
+                if (written > 0) {
+                    Native.lastError();
+                    return written;
+                }
+                return n;
+            }
+            written += n;
+            if (n == 0) {
+                park(SelectionKey.OP_WRITE, 0, "Write");
             }
         }
         return written;
@@ -371,10 +432,14 @@ public final class HadronioSocketChannel extends SocketChannel {
                     if (vector.count() == 0) {
                         break;
                     }
+                    boolean parks = parks(blocking);
                     long h = enter();
                     long r;
                     try {
-                        r = Native.connWritev(h, vector.address(), vector.count(), blocking);
+                        r = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
+                        if (r == 0 && parks) {
+                            park(SelectionKey.OP_WRITE, 0, "Write");
+                        }
                     } finally {
                         leave();
                     }
@@ -483,11 +548,15 @@ public final class HadronioSocketChannel extends SocketChannel {
                             state = PENDING;
                             remoteAddress = address;
                         }
+                        boolean parks = parks(blocking);
                         long h = enter();
                         int r;
                         try {
                             r = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address), address.getPort(),
-                                blocking, timeoutMillis);
+                                blocking && !parks, timeoutMillis);
+                            if (r == 0 && parks) {
+                                r = finishParked(h, deadline(timeoutMillis));
+                            }
                         } finally {
                             leave();
                         }
@@ -546,7 +615,8 @@ public final class HadronioSocketChannel extends SocketChannel {
                         }
                         long h = enter();
                         try {
-                            connected = Native.connFinishConnect(h, blocking) == 1 && isOpen();
+                            int r = parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking);
+                            connected = r == 1 && isOpen();
                         } finally {
                             leave();
                         }
@@ -563,6 +633,52 @@ public final class HadronioSocketChannel extends SocketChannel {
         } catch (IOException e) {
             close();
             throw e;
+        }
+    }
+
+    /** Completes a pending connect on a virtual thread: parks until it is done or fails. */
+    private int finishParked(long h, long deadline) throws IOException {
+        while (true) {
+            park(SelectionKey.OP_CONNECT, deadline, "Connect");
+            int r = Native.connFinishConnect(h, false);
+            if (r != 0 || !isOpen()) {
+                return r;
+            }
+        }
+    }
+
+    // --- virtual threads ----------------------------------------------------------------------
+
+    /** Whether a blocking operation of the calling thread parks (a virtual thread's does). */
+    static boolean parks(boolean blocking) {
+        return blocking && VirtualThreads.current();
+    }
+
+    /** {@link System#nanoTime()} after {@code timeoutMillis}, or 0 for none. */
+    static long deadline(long timeoutMillis) {
+        return timeoutMillis > 0 ? System.nanoTime() + timeoutMillis * 1_000_000L : 0;
+    }
+
+    /**
+     * Parks the calling virtual thread until the channel may be ready for {@code op}; a passed
+     * deadline throws {@code SocketTimeoutException} ("{@code what} timed out").
+     */
+    private void park(int op, long deadline, String what) throws IOException {
+        VirtualPoller.Waits w = waits;
+        if (w == null) {
+            synchronized (stateLock) {
+                if (state >= CLOSING) {
+                    return;
+                }
+                w = waits;
+                if (w == null) {
+                    w = VirtualPoller.get().register(handle.get(), false);
+                    waits = w;
+                }
+            }
+        }
+        if (!w.await(op, deadline)) {
+            throw new SocketTimeoutException(what + " timed out");
         }
     }
 
@@ -651,13 +767,18 @@ public final class HadronioSocketChannel extends SocketChannel {
      */
     @Override
     protected void implCloseSelectableChannel() throws IOException {
+        VirtualPoller.Waits w;
         synchronized (stateLock) {
             state = CLOSING;
             Native.connClose(handle.get());
+            w = waits;
             if (active == 0) {
                 state = CLOSED;
                 handle.release();
             }
+        }
+        if (w != null) {
+            w.close();
         }
     }
 

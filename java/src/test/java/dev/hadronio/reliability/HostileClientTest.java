@@ -153,6 +153,9 @@ public class HostileClientTest {
     }
 
     /** A HELLO of `role` from a process on an unknown host (host 0). */
+    /** The protocol version this build speaks (native/src/core/protocol.rs). */
+    static final int PROTOCOL = 4;
+
     static byte[] hello(int version, int minVersion, int capabilities, int role) {
         return frame(HELLO, ByteBuffer.allocate(44).putShort((short) version).putShort((short) minVersion)
                 .putInt(capabilities).put((byte) role).put(new byte[3]).putLong(0x5eed_0001L).putLong(0)
@@ -199,7 +202,7 @@ public class HostileClientTest {
     }
 
     static List<Case> cases() {
-        byte[] goodHello = hello(3, 3, 1, CLIENT);
+        byte[] goodHello = hello(PROTOCOL, PROTOCOL, 1, CLIENT);
         String handshake = "failed during the hadroNIO handshake";
         List<Case> cases = new ArrayList<>();
         byte[] text = "GET / HTTP/1.0\r\nHost: hadronio\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
@@ -235,7 +238,7 @@ public class HostileClientTest {
         byte[] version2 = ByteBuffer.allocate(24).putShort((short) 2).putShort((short) 2).putInt(1).array();
         cases.add(fail("a protocol version 2 HELLO", concat(MAGIC, frame(HELLO, version2)), Ending.KEEP_OPEN,
                 "Hello frame of 24 bytes (allowed 44..=44)", "Hello frame of 24 bytes (allowed 44..=44)"));
-        cases.add(fail("HELLO with role 0", concat(MAGIC, hello(3, 3, 1, 0)), Ending.KEEP_OPEN, "HELLO with role 0",
+        cases.add(fail("HELLO with role 0", concat(MAGIC, hello(PROTOCOL, PROTOCOL, 1, 0)), Ending.KEEP_OPEN, "HELLO with role 0",
                 "HELLO with role 0"));
         cases.add(fail("inverted version range", concat(MAGIC, hello(1, 3, 1, CLIENT)), Ending.KEEP_OPEN,
                 "version range 3..=1", "version range 3..=1"));
@@ -269,9 +272,9 @@ public class HostileClientTest {
                 "stays on TCP: the peer speaks hadroNIO protocol versions 7..=7"));
         cases.add(fallback("protocol version 0", concat(MAGIC, hello(0, 0, 1, CLIENT)),
                 "stays on TCP: the peer speaks hadroNIO protocol versions 0..=0"));
-        cases.add(fallback("a HELLO without UCX", concat(MAGIC, hello(3, 3, 0, CLIENT)),
+        cases.add(fallback("a HELLO without UCX", concat(MAGIC, hello(PROTOCOL, PROTOCOL, 0, CLIENT)),
                 "stays on TCP: UCX is unavailable on the peer's side"));
-        cases.add(fallback("a HELLO of a server (a reflected stream)", concat(MAGIC, hello(3, 3, 1, SERVER)),
+        cases.add(fallback("a HELLO of a server (a reflected stream)", concat(MAGIC, hello(PROTOCOL, PROTOCOL, 1, SERVER)),
                 "stays on TCP: the peer's stream is this side's own, reflected"));
         byte[] forged = random(64, 3);
         forged[0] = 0x0f;
