@@ -24,6 +24,7 @@ use super::identity::Locality;
 use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, STUCK_ROUNDS};
 use super::link::{Link, Shared};
 use super::listener::Listener;
+use super::spin;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
 use crate::net::socket::Socket;
@@ -73,35 +74,6 @@ fn drain(socket: &Socket) -> bool {
     }
 }
 
-/// Threads busy-polling at once in this process (see [`SpinSlot`]).
-static SPINNERS: AtomicUsize = AtomicUsize::new(0);
-
-/// A permit to busy-poll. Spinning pays while a core is free for it; with more waiting threads
-/// than cores (many blocking connections), spinners only take the CPU from the threads that
-/// would produce what they wait for, so at most one thread per core spins and the others sleep
-/// at once.
-struct SpinSlot;
-
-impl SpinSlot {
-    fn take() -> Option<SpinSlot> {
-        static LIMIT: OnceLock<usize> = OnceLock::new();
-        let limit = *LIMIT.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        SPINNERS
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < limit).then_some(n + 1))
-            .ok()
-            .map(|_| SpinSlot)
-    }
-}
-
-impl Drop for SpinSlot {
-    fn drop(&mut self) {
-        SPINNERS.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A sleep longer than this means idle, not traffic we just missed.
-const IDLE_GAP: Duration = Duration::from_millis(1);
-
 /// Minimum interval between socket event checks of non-blocking progress.
 const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
 
@@ -121,7 +93,8 @@ pub struct Hub {
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
     listeners: Mutex<HashMap<u32, Weak<Listener>>>,
     touched_spare: Mutex<Vec<u32>>,
-    spin_ns: AtomicU64,
+    /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
+    governor: spin::Governor,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
     nested_count: AtomicUsize,
     last_dispatch: Mutex<Instant>,
@@ -133,8 +106,6 @@ pub struct Hub {
     generation: AtomicU64,
     follow_lock: Mutex<()>,
     follow: Condvar,
-    /// Longest spin; 0 for the background hub, which never spins.
-    max_spin_ns: u64,
     /// Owned by a selector (as opposed to a blocking channel's private hub).
     selector: bool,
     /// The background thread's own hub: it progresses nested hubs only while their owners are away.
@@ -191,7 +162,7 @@ impl Hub {
             links,
             listeners: Mutex::default(),
             touched_spare: Mutex::default(),
-            spin_ns: AtomicU64::new(spin_ns),
+            governor: spin::Governor::new(spin_ns),
             nested: Mutex::default(),
             nested_count: AtomicUsize::new(0),
             last_dispatch: Mutex::new(Instant::now()),
@@ -202,7 +173,6 @@ impl Hub {
             generation: AtomicU64::new(0),
             follow_lock: Mutex::new(()),
             follow: Condvar::new(),
-            max_spin_ns: spin_ns,
             selector,
             background,
             progressed_ns: AtomicU64::new(0),
@@ -615,7 +585,7 @@ impl Hub {
 
     fn lead(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
         let _guard = guard;
-        let max_spin = self.max_spin_ns;
+        let mut spun = false;
         let mut stuck_rounds = 0;
         let mut stuck_sleep = STUCK_SLEEP_MIN;
         loop {
@@ -631,26 +601,44 @@ impl Hub {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return ready();
             }
-            // Spin: cheap when events come soon.
-            let spin = Duration::from_nanos(self.spin_ns.load(Ordering::Relaxed));
-            let slot = if spin.is_zero() { None } else { SpinSlot::take() };
-            if let Some(_slot) = slot {
+            // Spin once per wait: cheap when events come soon, and only where it has been paying
+            // off and a core is free for it.
+            let spin = if spun { None } else { self.governor.window() };
+            let permit = spin.and_then(|window| spin::permit().map(|permit| (window, permit)));
+            if let Some((spin, _permit)) = permit {
+                spun = true;
                 let start = Instant::now();
+                let mut checked = start;
                 let mut rounds = 0u32;
                 let nested = self.nested_count.load(Ordering::Acquire) > 0;
                 loop {
-                    if rounds % 16 == 15 && start.elapsed() >= spin {
-                        break;
+                    if rounds % 16 == 15 {
+                        let now = Instant::now();
+                        if now.duration_since(start) >= spin {
+                            self.governor.missed();
+                            break;
+                        }
+                        if now.duration_since(checked) >= spin::RECHECK {
+                            checked = now;
+                            if !spin::core_free() {
+                                // Another thread wants the core: spinning competes with the
+                                // threads that do the work here, which is a miss as well.
+                                self.governor.missed();
+                                break;
+                            }
+                        }
                     }
                     if nested {
                         self.progress_nested();
                         if ready() {
+                            self.governor.caught();
                             return true;
                         }
                     }
                     if self.progress() {
                         self.signal();
                         if ready() {
+                            self.governor.caught();
                             return true;
                         }
                     }
@@ -661,8 +649,13 @@ impl Hub {
                         }
                         self.progress_nested();
                         if ready() {
+                            self.governor.caught();
                             return true;
                         }
+                        // A thread that became runnable on this core (one this wait's caller
+                        // just handed work to, say) gets it now rather than at the next check.
+                        // SAFETY: sched_yield has no memory effects.
+                        unsafe { libc::sched_yield() };
                     }
                     std::hint::spin_loop();
                 }
@@ -690,21 +683,10 @@ impl Hub {
                 timeout = Some(timeout.map_or(stuck_sleep, |t| t.min(stuck_sleep)));
                 stuck_sleep = (stuck_sleep * 2).min(STUCK_SLEEP_MAX);
             }
-            let slept = Instant::now();
             self.dispatch_ready(timeout);
             self.sleeping.store(false, Ordering::SeqCst);
-            self.adapt_spin(slept.elapsed(), max_spin);
             self.signal();
         }
-    }
-
-    /// Adapts the spin window after a sleep: traffic that woke us within [`IDLE_GAP`] means we
-    /// gave up spinning too early (lengthen it, up to the configured maximum); longer sleeps
-    /// mean the connection is idle (shorten it, towards sleeping at once).
-    fn adapt_spin(&self, slept: Duration, max_spin_ns: u64) {
-        let current = self.spin_ns.load(Ordering::Relaxed);
-        let next = if slept < IDLE_GAP { (current * 2 + 1_000).min(max_spin_ns) } else { current / 2 };
-        self.spin_ns.store(next, Ordering::Relaxed);
     }
 
     // --- background work ------------------------------------------------------------------

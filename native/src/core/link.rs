@@ -169,6 +169,12 @@ struct Peer {
     max_message: usize,
 }
 
+/// Smallest write that goes as a BODY straight from the caller's memory (and at least two slots).
+/// A BODY waits for the reader (UCX's rendezvous); smaller writes are copied into staging and the
+/// writer goes on at once, as with the kernel's send buffer, so that both directions of a stream
+/// flow at the same time.
+const LARGE_MIN: usize = 256 * 1024;
+
 /// Largest BODY message this side accepts (announced in ADDR).
 pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
 
@@ -775,7 +781,7 @@ impl Link {
         }
         self.flush_locked(&lock)?;
         let start = src.moved();
-        let large_min = 2 * peer.slot_len;
+        let large_min = (2 * peer.slot_len).max(LARGE_MIN);
         while src.remaining() > 0 {
             if self.large_tx.is_some() {
                 break;

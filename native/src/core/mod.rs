@@ -13,4 +13,5 @@ pub mod listener;
 pub mod negotiation;
 pub mod protocol;
 pub mod selector;
+pub mod spin;
 pub mod stream;

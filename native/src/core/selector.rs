@@ -5,7 +5,7 @@
 //! queued keys and at the keys it reported ready last time (readiness is level-triggered, as with
 //! the JDK), so its cost is proportional to the number of ready channels, not registered ones.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -54,6 +54,9 @@ pub struct Key {
 impl Key {
     /// Queues this key for the next select if it is interested in anything.
     pub fn notify(self: &Arc<Key>) {
+        // Pairs with the fence in `set_interest`: either that sees the readiness that led here, or
+        // this sees the interest it set.
+        fence(Ordering::SeqCst);
         if self.cancelled.load(Ordering::Acquire) || self.interest.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -64,10 +67,18 @@ impl Key {
         }
     }
 
+    /// Sets the interest set. A select in progress hears of it only if the key is ready for a new
+    /// operation now; otherwise the event that makes it ready queues it, as for any key (waking
+    /// the selecting thread for a key that is not ready would cost a wake-up per change, and a
+    /// thread that arms its interest before it parks makes one per wait).
     pub fn set_interest(self: &Arc<Key>, ops: u32) {
         let old = self.interest.swap(ops, Ordering::AcqRel);
-        if ops & !old != 0 {
-            self.notify();
+        let added = ops & !old;
+        if added != 0 {
+            fence(Ordering::SeqCst);
+            if self.target.ready_ops() & added != 0 {
+                self.notify();
+            }
         }
     }
 

@@ -68,7 +68,8 @@ public class FdLimitTest {
         String name = getClass().getSimpleName() + "[" + provider + "]";
         SelectorProvider sp = provider.get();
         ChildJvm server = resources.add(new ChildJvm.Builder("server", FdLimitServer.class).provider(provider)
-                .prefix("sh", "-c", "ulimit -n " + FD_LIMIT + " && exec \"$@\"", "fd-limit").start());
+                .prefix("sh", "-c", "ulimit -n " + FD_LIMIT + " && exec \"$@\"", "fd-limit")
+                .env("HADRONIO_LOG", "info").start());
         InetSocketAddress address = new InetSocketAddress("127.0.0.1", Integer.parseInt(server.awaitValue("PORT", 30)));
         Selector selector = resources.add(sp.openSelector());
 
@@ -187,8 +188,22 @@ public class FdLimitTest {
         }
     }
 
+    /** The server's last counts and its last warnings and failures (it logs at info). */
     private static String stats(ChildJvm server) {
         List<ChildJvm.Line> lines = server.all("STATS");
-        return lines.isEmpty() ? server.output() : "server: " + lines.get(lines.size() - 1).text;
+        if (lines.isEmpty()) {
+            return server.output();
+        }
+        StringBuilder text = new StringBuilder("server: ").append(lines.get(lines.size() - 1).text);
+        List<String> problems = new ArrayList<>();
+        for (ChildJvm.Line line : server.lines()) {
+            if (line.text.contains("WARN") || line.text.contains("ERROR") || line.text.contains("fail")) {
+                problems.add(line.text);
+            }
+        }
+        for (String problem : problems.subList(Math.max(0, problems.size() - 20), problems.size())) {
+            text.append("\n  ").append(problem);
+        }
+        return text.toString();
     }
 }
