@@ -42,7 +42,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Settings {
         Settings {
-            slots: 8,
+            slots: 32,
             slot_len: 16 * 1024,
             send_buffer: 256 * 1024,
             spin_ns: 50_000,

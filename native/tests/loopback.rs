@@ -186,10 +186,15 @@ fn full_send_buffer() -> (Arc<Conn>, Arc<Conn>, usize) {
     }
 }
 
+/// Receive slots per connection (the default setting).
+fn slots() -> usize {
+    hadronio::config::settings().slots as usize
+}
+
 /// The server consumes half of the client's slots: the credit message it sends then.
 fn consume_half_the_slots(server: &Conn) {
     let mut message = vec![0u8; SLOT];
-    for _ in 0..4 {
+    for _ in 0..slots() / 2 {
         let mut read = 0;
         while read < SLOT {
             read += server.read(&region(&mut message[read..]), true, None).unwrap();
@@ -205,7 +210,7 @@ fn consume_half_the_slots(server: &Conn) {
 fn credit_messages_free_a_full_send_buffer() {
     use hadronio::core::selector::OP_WRITE;
     let (client, server, written) = full_send_buffer();
-    assert!(written > 8 * SLOT, "the send buffer took bytes beyond the credits: {written}");
+    assert!(written > slots() * SLOT, "the send buffer took bytes beyond the credits: {written}");
     assert_eq!(client.ready_ops() & OP_WRITE, 0, "a full send buffer is not writable");
 
     consume_half_the_slots(&server);

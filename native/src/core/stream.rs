@@ -23,6 +23,12 @@ use crate::net::socket::Socket;
 /// the peer authenticated.
 pub const INBOX_LIMIT: usize = 256 * 1024;
 
+/// Largest single receive into the inbox.
+const FILL_MAX: usize = 64 * 1024;
+
+/// An emptied inbox keeps a buffer up to this size; a larger one is freed.
+const KEEP_CAPACITY: usize = 4096;
+
 /// A TCP connection's kernel side, as the stream logic uses it.
 pub trait Wire {
     /// An ordinary receive. `Ok(0)`: end of stream; `WouldBlock`: nothing now.
@@ -65,19 +71,25 @@ impl Inbox {
         INBOX_LIMIT.saturating_sub(self.len())
     }
 
-    /// Receives up to `max` bytes from `wire` into the inbox.
+    /// Receives up to `max` bytes from `wire` into the inbox. The bytes land in a buffer of the
+    /// thread first, so that the inbox holds only what arrived: a connection that reads a few
+    /// bytes now and then keeps no large buffer.
     fn fill<W: Wire>(&mut self, wire: &W, max: usize) -> io::Result<usize> {
-        if self.start > 0 && self.start == self.bytes.len() {
-            self.bytes.clear();
-            self.start = 0;
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; FILL_MAX]);
         }
-        let old = self.bytes.len();
-        let want = max.min(self.room()).min(64 * 1024);
-        self.bytes.resize(old + want, 0);
-        let result = wire.recv(&mut self.bytes[old..]);
-        let got = *result.as_ref().unwrap_or(&0);
-        self.bytes.truncate(old + got);
-        result
+        if self.start > 0 && self.start == self.bytes.len() {
+            self.clear();
+        }
+        let want = max.min(self.room()).min(FILL_MAX);
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let result = wire.recv(&mut scratch[..want]);
+            if let Ok(got) = result {
+                self.bytes.extend_from_slice(&scratch[..got]);
+            }
+            result
+        })
     }
 
     /// Moves bytes into `dst`; returns how many.
@@ -86,15 +98,19 @@ impl Inbox {
         let n = unsafe { dst.fill_from(&self.bytes[self.start..]) };
         self.start += n;
         if self.start == self.bytes.len() {
-            self.bytes.clear();
-            self.start = 0;
+            self.clear();
         }
         n
     }
 
-    /// Drops what is held (input shut down, connection failed).
+    /// Drops what is held (input shut down, connection failed, or all of it delivered); a large
+    /// buffer goes back to the allocator.
     pub fn clear(&mut self) {
-        self.bytes.clear();
+        if self.bytes.capacity() > KEEP_CAPACITY {
+            self.bytes = Vec::new();
+        } else {
+            self.bytes.clear();
+        }
         self.start = 0;
     }
 }

@@ -153,7 +153,7 @@ pub fn check_runtime_version() -> std::result::Result<(u32, u32, u32), String> {
         return Err(format!(
             "the loaded UCX library is version {major}.{minor}.{release}, but hadroNIO needs \
              UCX {BUILT_MAJOR}.x with x >= {BUILT_MINOR}; use the UCX bundled in the hadroNIO jar \
-             (unset hadronio.ucx / HADRONIO_UCX) or install a newer UCX"
+             (-Dhadronio.ucx.library=bundled, or unset HADRONIO_UCX) or install a newer UCX"
         ));
     }
     Ok((major, minor, release))

@@ -1,6 +1,12 @@
 package dev.hadronio.internal;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
+import java.util.Properties;
+import java.util.TreeSet;
 
 /**
  * hadroNIO's configuration, read once from system properties and validated: a bad value stops the
@@ -9,7 +15,7 @@ import java.util.Locale;
  * <table>
  * <caption>Properties</caption>
  * <tr><th>property</th><th>default</th><th>meaning</th></tr>
- * <tr><td>hadronio.slots</td><td>8</td><td>receive slots per connection (credits granted)</td></tr>
+ * <tr><td>hadronio.slots</td><td>32</td><td>receive slots per connection (credits granted)</td></tr>
  * <tr><td>hadronio.slotLength</td><td>16384</td><td>bytes per receive slot (largest message)</td></tr>
  * <tr><td>hadronio.sendBufferLength</td><td>262144</td><td>bytes a connection may stage</td></tr>
  * <tr><td>hadronio.spinMicros</td><td>50</td><td>longest busy-poll before sleeping</td></tr>
@@ -23,11 +29,16 @@ import java.util.Locale;
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
  * <tr><td>hadronio.secret</td><td></td><td>shared secret both ends of an upgrade must prove
  * (also {@code HADRONIO_SECRET})</td></tr>
- * <tr><td>hadronio.offerMillis</td><td>200</td><td>with a secret: how long a client holds its bytes
- * waiting for a hadroNIO server's answer before it treats the server as a plain one</td></tr>
+ * <tr><td>hadronio.offerMillis</td><td>200</td><td>how long a client looks for a hadroNIO server's
+ * answer to its offer before it treats the server as a plain one (with a secret: how long its
+ * bytes wait for it)</td></tr>
  * <tr><td>hadronio.rules</td><td></td><td>which connections may upgrade (checked natively; an
  * invalid rule stops the provider)</td></tr>
  * </table>
+ *
+ * <p>Other {@code hadronio.*} properties are reported with a warning that names the closest known
+ * one (properties under {@code hadronio.test.}, {@code hadronio.reliability.} and
+ * {@code hadronio.conformance.} belong to the test suites and are left alone).
  */
 public final class Config {
     public static final String SLOTS = "hadronio.slots";
@@ -43,6 +54,14 @@ public final class Config {
     public static final String SECRET = "hadronio.secret";
     public static final String OFFER_MILLIS = "hadronio.offerMillis";
     public static final String RULES = "hadronio.rules";
+
+    /** Every property this class reads. */
+    static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
+            SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, TRANSPORT,
+            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, RULES));
+
+    private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
+            "hadronio.conformance.");
 
     /** Maximum length of a read or write buffer staged through temporary direct memory. */
     public static final int TEMPORARY_BUFFER_LIMIT = 1 << 20;
@@ -63,7 +82,7 @@ public final class Config {
     private final byte[] secret;
 
     private Config() {
-        slots = (int) integer(SLOTS, 8, 2, 4096);
+        slots = (int) integer(SLOTS, 32, 2, 4096);
         slotLength = (int) integer(SLOT_LENGTH, 16384, 256, 16 << 20);
         sendBufferLength = (int) integer(SEND_BUFFER_LENGTH, 262144, 0, 1 << 30);
         spinNanos = integer(SPIN_MICROS, 50, 0, 10_000) * 1000;
@@ -90,6 +109,51 @@ public final class Config {
     /** The rules text ({@code hadronio.rules}), empty if unset. */
     String rules() {
         return rules;
+    }
+
+    /**
+     * One warning for each {@code hadronio.*} property in {@code properties} that hadroNIO does not
+     * know (a misspelt setting would otherwise be ignored without a word), naming the closest
+     * known one.
+     */
+    static List<String> unknownProperties(Properties properties) {
+        List<String> warnings = new ArrayList<>();
+        for (String name : new TreeSet<>(properties.stringPropertyNames())) {
+            if (!name.startsWith("hadronio.") || KNOWN.contains(name)
+                    || FOREIGN_PREFIXES.stream().anyMatch(name::startsWith)) {
+                continue;
+            }
+            String closest = KNOWN.get(0);
+            for (String known : KNOWN) {
+                if (distance(name.toLowerCase(Locale.ROOT), known.toLowerCase(Locale.ROOT))
+                        < distance(name.toLowerCase(Locale.ROOT), closest.toLowerCase(Locale.ROOT))) {
+                    closest = known;
+                }
+            }
+            warnings.add("unknown hadroNIO setting " + name + "=" + properties.getProperty(name)
+                    + " is ignored; did you mean " + closest + "? (known: " + String.join(", ", KNOWN) + ")");
+        }
+        return warnings;
+    }
+
+    /** Edit distance (insertions, deletions, substitutions). */
+    static int distance(String a, String b) {
+        int[] previous = new int[b.length() + 1];
+        int[] current = new int[b.length() + 1];
+        for (int j = 0; j <= b.length(); j++) {
+            previous[j] = j;
+        }
+        for (int i = 1; i <= a.length(); i++) {
+            current[0] = i;
+            for (int j = 1; j <= b.length(); j++) {
+                int substitution = previous[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+                current[j] = Math.min(substitution, Math.min(previous[j], current[j - 1]) + 1);
+            }
+            int[] swap = previous;
+            previous = current;
+            current = swap;
+        }
+        return previous[b.length()];
     }
 
     /** The shared secret's bytes, or null. */

@@ -40,6 +40,9 @@ public final class NativeLoader {
                 return;
             }
             Config config = Config.get();
+            for (String warning : Config.unknownProperties(System.getProperties())) {
+                LOG.log(Level.WARNING, warning);
+            }
             checkPlatform();
             Path directory = config.nativeDirectory() != null ? Paths.get(config.nativeDirectory()) : extract(config.systemUcx());
             loadFrom(directory, config.systemUcx());

@@ -17,6 +17,23 @@ public class ConfigTest {
     }
 
     @Test
+    public void unknownSettingsAreNamedWithTheClosestKnownOne() {
+        java.util.Properties properties = new java.util.Properties();
+        properties.setProperty("hadronio.slot", "4");
+        properties.setProperty("hadronio.livenesMillis", "100");
+        properties.setProperty("hadronio.slots", "16");
+        properties.setProperty("hadronio.reliability.kills", "5");
+        properties.setProperty("java.version", "17");
+        java.util.List<String> warnings = Config.unknownProperties(properties);
+        assertEquals(warnings.toString(), 2, warnings.size());
+        assertTrue(warnings.get(0), warnings.get(0).startsWith("unknown hadroNIO setting hadronio.livenesMillis=100 is ignored; did you mean hadronio.livenessMillis?"));
+        assertTrue(warnings.get(1), warnings.get(1).startsWith("unknown hadroNIO setting hadronio.slot=4 is ignored; did you mean hadronio.slots?"));
+        assertEquals(0, Config.distance("abc", "abc"));
+        assertEquals(1, Config.distance("slot", "slots"));
+        assertEquals(3, Config.distance("", "abc"));
+    }
+
+    @Test
     public void defaultsApplyWhenUnset() {
         assertEquals(8, Config.integer(PROPERTY, 8, 2, 4096));
         assertEquals("ucx", Config.choice(PROPERTY, "ucx", "ucx", "tcp"));

@@ -121,6 +121,11 @@ public final class SelectorFigures {
         command.add("-Xmx512m");
         if (hadronio) {
             command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
+            for (String name : System.getProperties().stringPropertyNames()) {
+                if (name.startsWith("hadronio.")) {
+                    command.add("-D" + name + "=" + System.getProperty(name));
+                }
+            }
         }
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
