@@ -170,6 +170,11 @@ public final class Config {
         return Holder.INSTANCE;
     }
 
+    /** {@code hadronio.spinMicros} in nanoseconds: the longest a waiting thread may busy-poll. */
+    public long spinNanos() {
+        return spinNanos;
+    }
+
     public boolean systemUcx() {
         return systemUcx;
     }

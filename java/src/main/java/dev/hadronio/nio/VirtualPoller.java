@@ -1,6 +1,7 @@
 package dev.hadronio.nio;
 
 import dev.hadronio.internal.Buffers;
+import dev.hadronio.internal.Config;
 import dev.hadronio.internal.Native;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
@@ -12,32 +13,54 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Where virtual threads wait. A blocking operation on a virtual thread does not block inside the
  * native library (that would pin its carrier thread): it runs non-blocking and, if it cannot
- * proceed, parks the virtual thread until its channel is ready. One platform thread selects on a
- * native selector that holds every channel used this way (interest 0 while nobody waits) and
- * unparks the waiters of the channels it finds ready. Channels registered here share that
- * selector's UCX worker, unless they had one already.
+ * proceed, parks the virtual thread until its channel is ready. Every channel used this way is
+ * registered with one native selector (interest 0 while nobody waits); channels registered here
+ * share that selector's UCX worker, unless they had one already.
+ *
+ * <p>Two threads take turns selecting on it, as the JDK's own pollers do. While channels keep
+ * becoming ready, a virtual thread (the sub-poller) polls the selector without waiting and wakes
+ * the waiters it finds ready: from a carrier, a woken virtual thread is queued on that carrier at
+ * no cost, where a platform thread would have to wake a carrier for each. When a poll finds
+ * nothing, the sub-poller parks and a platform thread (the master) waits in the selector until
+ * something is ready, wakes those waiters and hands the polling back.
  */
-final class VirtualPoller implements Runnable {
+final class VirtualPoller {
     private static final Logger LOG = System.getLogger("dev.hadronio");
     /** Ready keys taken per select; more are reported by the next one. */
     private static final int CAPACITY = 256;
+    /**
+     * Polls in a row that found nothing (with a yield between them) before the master waits, as
+     * long as they take at most {@code hadronio.spinMicros}: under load the next channel is ready
+     * within a few of them, and waking the master costs a thread switch each way.
+     */
+    private static final int EMPTY_POLLS = 32;
 
     private static volatile VirtualPoller instance;
 
     private final long selector;
-    private final ByteBuffer ready = ByteBuffer.allocateDirect(CAPACITY * 8).order(ByteOrder.nativeOrder());
-    private final long readyAddress = Buffers.address(ready);
+    private final Batch master = new Batch();
+    private final Batch sub = new Batch();
+    /** Whose turn it is to select: the master's (true) or the sub-poller's (false). */
+    private volatile boolean masterTurn;
+    private volatile Thread masterThread;
+    private volatile Thread subThread;
     private final Object registrationLock = new Object();
     private volatile AtomicReferenceArray<Waits> byIndex = new AtomicReferenceArray<>(64);
     private int[] freeIndexes = new int[64];
     private int freeCount;
     private int nextIndex;
 
+    /** A buffer for the ready keys of one select. */
+    private static final class Batch {
+        final ByteBuffer ready = ByteBuffer.allocateDirect(CAPACITY * 8).order(ByteOrder.nativeOrder());
+        final long address = Buffers.address(ready);
+    }
+
     private VirtualPoller() {
         selector = Native.selectorOpen();
     }
 
-    /** The poller, started on first use. */
+    /** The poller, started on first use (by a virtual thread: JDK 21 or later). */
     static VirtualPoller get() {
         VirtualPoller poller = instance;
         if (poller != null) {
@@ -46,12 +69,26 @@ final class VirtualPoller implements Runnable {
         synchronized (VirtualPoller.class) {
             if (instance == null) {
                 VirtualPoller created = new VirtualPoller();
-                Thread thread = new Thread(created, "hadronio-virtual-thread-poller");
-                thread.setDaemon(true);
-                thread.start();
+                Thread masterThread = new Thread(created::runMaster, "hadronio-virtual-thread-poller");
+                masterThread.setDaemon(true);
+                created.masterThread = masterThread;
+                created.subThread = startVirtual(created::runSub, "hadronio-virtual-thread-subpoller");
+                masterThread.start();
                 instance = created;
             }
             return instance;
+        }
+    }
+
+    /** {@code Thread.ofVirtual().name(name).start(task)}, by name: the library is compiled for Java 11. */
+    private static Thread startVirtual(Runnable task, String name) {
+        try {
+            Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+            Class<?> type = Class.forName("java.lang.Thread$Builder");
+            builder = type.getMethod("name", String.class).invoke(builder, name);
+            return (Thread) type.getMethod("start", Runnable.class).invoke(builder, task);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot start a virtual thread", e);
         }
     }
 
@@ -96,25 +133,64 @@ final class VirtualPoller implements Runnable {
         }
     }
 
-    @Override
-    public void run() {
+    /** The sub-poller (a virtual thread): polls while channels keep becoming ready. */
+    private void runSub() {
+        long window = Config.get().spinNanos();
+        int empty = 0;
+        long emptySince = 0;
         while (true) {
-            int n = Native.selectorSelect(selector, -1, readyAddress, CAPACITY);
-            if (n < 0) {
-                LOG.log(Level.WARNING, "the virtual-thread poller's select failed: " + Native.lastError());
-                LockSupport.parkNanos(10_000_000L);
-                continue;
+            while (masterTurn) {
+                LockSupport.park(this);
             }
-            AtomicReferenceArray<Waits> table = byIndex;
-            for (int i = 0; i < n; i++) {
-                int index = ready.getInt(i * 8);
-                int ops = ready.getInt(i * 8 + 4);
-                Waits waits = index >= 0 && index < table.length() ? table.get(index) : null;
-                if (waits != null) {
-                    waits.fire(ops);
+            int n = select(sub, 0);
+            if (n > 0) {
+                empty = 0;
+            } else {
+                if (empty++ == 0) {
+                    emptySince = System.nanoTime();
+                }
+                if (empty >= EMPTY_POLLS || System.nanoTime() - emptySince >= window) {
+                    empty = 0;
+                    masterTurn = true;
+                    LockSupport.unpark(masterThread);
+                    continue;
                 }
             }
+            // Let the virtual threads just woken (queued on this carrier) run first.
+            Thread.yield();
         }
+    }
+
+    /** The master (a platform thread): waits in the selector while the sub-poller rests. */
+    private void runMaster() {
+        while (true) {
+            while (!masterTurn) {
+                LockSupport.park(this);
+            }
+            select(master, -1);
+            masterTurn = false;
+            LockSupport.unpark(subThread);
+        }
+    }
+
+    /** One select into {@code batch}; wakes the waiters of the channels found ready. */
+    private int select(Batch batch, long timeoutMillis) {
+        int n = Native.selectorSelect(selector, timeoutMillis, batch.address, CAPACITY);
+        if (n < 0) {
+            LOG.log(Level.WARNING, "the virtual-thread poller's select failed: " + Native.lastError());
+            LockSupport.parkNanos(10_000_000L);
+            return 0;
+        }
+        AtomicReferenceArray<Waits> table = byIndex;
+        for (int i = 0; i < n; i++) {
+            int index = batch.ready.getInt(i * 8);
+            int ops = batch.ready.getInt(i * 8 + 4);
+            Waits waits = index >= 0 && index < table.length() ? table.get(index) : null;
+            if (waits != null) {
+                waits.fire(ops);
+            }
+        }
+        return n;
     }
 
     /**
