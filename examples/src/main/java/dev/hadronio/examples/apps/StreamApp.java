@@ -3,7 +3,6 @@ package dev.hadronio.examples.apps;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,48 +34,11 @@ final class StreamApp implements App {
 
     @Override
     public Server serve(InetSocketAddress address) throws IOException {
-        ServerSocketChannel listener = ServerSocketChannel.open();
-        listener.bind(address, 64);
-        Thread acceptor = new Thread(() -> {
-            try {
-                while (true) {
-                    SocketChannel channel = listener.accept();
-                    Thread echo = new Thread(() -> echo(channel), "stream-echo");
-                    echo.setDaemon(true);
-                    echo.start();
-                }
-            } catch (IOException e) {
-                // closed
-            }
-        }, "stream-acceptor");
-        acceptor.setDaemon(true);
-        acceptor.start();
-        return new Server() {
-            @Override
-            public int port() {
-                return ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
-            }
-
-            @Override
-            public void close() throws IOException {
-                listener.close();
-            }
-        };
-    }
-
-    private static void echo(SocketChannel channel) {
-        ByteBuffer buffer = ByteBuffer.allocateDirect(BLOCK);
-        try (SocketChannel c = channel) {
-            while (c.read(buffer) >= 0) {
-                buffer.flip();
-                while (buffer.hasRemaining()) {
-                    c.write(buffer);
-                }
-                buffer.clear();
-            }
-        } catch (IOException e) {
-            // the client went
-        }
+        return EchoServer.start(address, 64, BLOCK, task -> {
+            Thread thread = new Thread(task, "stream-echo");
+            thread.setDaemon(true);
+            thread.start();
+        });
     }
 
     @Override

@@ -5,7 +5,6 @@ import java.io.IOException;
 import java.lang.reflect.Method;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,44 +52,7 @@ final class VirtualThreadApp implements App {
 
     @Override
     public Server serve(InetSocketAddress address) throws IOException {
-        ServerSocketChannel listener = ServerSocketChannel.open();
-        listener.bind(address, 2048);
-        startVirtual(() -> {
-            try {
-                while (true) {
-                    SocketChannel channel = listener.accept();
-                    startVirtual(() -> echo(channel));
-                }
-            } catch (IOException e) {
-                // closed
-            }
-        });
-        return new Server() {
-            @Override
-            public int port() {
-                return ((InetSocketAddress) listener.socket().getLocalSocketAddress()).getPort();
-            }
-
-            @Override
-            public void close() throws IOException {
-                listener.close();
-            }
-        };
-    }
-
-    private static void echo(SocketChannel channel) {
-        ByteBuffer buffer = ByteBuffer.allocateDirect(PAYLOAD);
-        try (SocketChannel c = channel) {
-            while (c.read(buffer) >= 0) {
-                buffer.flip();
-                while (buffer.hasRemaining()) {
-                    c.write(buffer);
-                }
-                buffer.clear();
-            }
-        } catch (IOException e) {
-            // the client went
-        }
+        return EchoServer.start(address, 2048, PAYLOAD, VirtualThreadApp::startVirtual);
     }
 
     @Override
