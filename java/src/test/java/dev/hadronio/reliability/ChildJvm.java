@@ -245,10 +245,15 @@ public final class ChildJvm implements AutoCloseable {
      * exited without printing it.
      */
     public Line await(Predicate<String> matcher, double seconds) throws InterruptedException {
+        return await(0, matcher, seconds);
+    }
+
+    /** {@link #await(Predicate, double)} among the lines from number {@code from} on ({@link #lines()}'s indexes). */
+    public Line await(int from, Predicate<String> matcher, double seconds) throws InterruptedException {
         long deadline = System.nanoTime() + (long) (seconds * 1e9);
         synchronized (lines) {
             while (true) {
-                for (Line line : lines) {
+                for (Line line : lines.subList(Math.min(from, lines.size()), lines.size())) {
                     if (matcher.test(line.text)) {
                         return line;
                     }
