@@ -7,6 +7,7 @@ import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
@@ -34,6 +35,8 @@ final class VirtualPoller {
      * within a few of them, and waking the master costs a thread switch each way.
      */
     private static final int EMPTY_POLLS = 32;
+    /** How long the sub-poller may not run in its turn before the master polls for it. */
+    private static final long STARVED_NANOS = 20_000_000L;
 
     private static volatile VirtualPoller instance;
 
@@ -42,6 +45,10 @@ final class VirtualPoller {
     private final Batch sub = new Batch();
     /** Whose turn it is to select: the master's (true) or the sub-poller's (false). */
     private volatile boolean masterTurn;
+    /** Set while a thread is inside a select (the native selector takes one at a time). */
+    private final AtomicBoolean selecting = new AtomicBoolean();
+    /** Rounds of the sub-poller; the master watches them while it is the sub-poller's turn. */
+    private volatile long subPolls;
     private volatile Thread masterThread;
     private volatile Thread subThread;
     private final Object registrationLock = new Object();
@@ -142,7 +149,8 @@ final class VirtualPoller {
             while (masterTurn) {
                 LockSupport.park(this);
             }
-            int n = select(sub, 0);
+            subPolls++;
+            int n = selecting.compareAndSet(false, true) ? selectAndRelease(sub, 0) : 0;
             if (n > 0) {
                 empty = 0;
             } else {
@@ -161,15 +169,36 @@ final class VirtualPoller {
         }
     }
 
-    /** The master (a platform thread): waits in the selector while the sub-poller rests. */
+    /**
+     * The master (a platform thread): waits in the selector while the sub-poller rests. While it
+     * is the sub-poller's turn, the master still looks now and then whether the sub-poller runs at
+     * all: with every carrier taken (virtual threads pinned to their carriers while they wait, as
+     * JDK 21 pins them inside {@code synchronized}), it cannot, and the master then polls for it.
+     */
     private void runMaster() {
         while (true) {
             while (!masterTurn) {
-                LockSupport.park(this);
+                long polls = subPolls;
+                LockSupport.parkNanos(this, STARVED_NANOS);
+                if (!masterTurn && polls == subPolls && selecting.compareAndSet(false, true)) {
+                    selectAndRelease(master, 0);
+                }
             }
-            select(master, -1);
+            while (!selecting.compareAndSet(false, true)) {
+                Thread.onSpinWait();
+            }
+            selectAndRelease(master, -1);
             masterTurn = false;
             LockSupport.unpark(subThread);
+        }
+    }
+
+    /** {@link #select} by the thread that set {@link #selecting}, which it clears afterwards. */
+    private int selectAndRelease(Batch batch, long timeoutMillis) {
+        try {
+            return select(batch, timeoutMillis);
+        } finally {
+            selecting.set(false);
         }
     }
 
