@@ -20,7 +20,6 @@ import java.util.Iterator;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 
 /**
@@ -35,11 +34,7 @@ import java.util.function.Consumer;
 public final class HadronioSelector extends AbstractSelector {
     private final NativeHandle handle;
     private final Object wakeupLock = new Object();
-    private final Object registrationLock = new Object();
-    private volatile AtomicReferenceArray<HadronioSelectionKey> byIndex = new AtomicReferenceArray<>(64);
-    private int[] freeIndexes = new int[64];
-    private int freeCount;
-    private int nextIndex;
+    private final IndexTable<HadronioSelectionKey> byIndex = new IndexTable<>();
     private final Set<SelectionKey> keys = ConcurrentHashMap.newKeySet();
     /**
      * Set under {@code wakeupLock} when closing starts. A registration checks it and adds its key
@@ -96,21 +91,7 @@ public final class HadronioSelector extends AbstractSelector {
             throw new IllegalSelectorException();
         }
         ensureOpen();
-        HadronioSelectionKey key;
-        synchronized (registrationLock) {
-            int index = freeCount > 0 ? freeIndexes[--freeCount] : nextIndex++;
-            AtomicReferenceArray<HadronioSelectionKey> table = byIndex;
-            if (index >= table.length()) {
-                AtomicReferenceArray<HadronioSelectionKey> grown = new AtomicReferenceArray<>(table.length() * 2);
-                for (int i = 0; i < table.length(); i++) {
-                    grown.set(i, table.get(i));
-                }
-                byIndex = grown;
-                table = grown;
-            }
-            key = new HadronioSelectionKey(channel, this, index);
-            table.set(index, key);
-        }
+        HadronioSelectionKey key = byIndex.add(index -> new HadronioSelectionKey(channel, this, index));
         key.attach(attachment);
         try {
             synchronized (wakeupLock) {
@@ -130,7 +111,7 @@ public final class HadronioSelector extends AbstractSelector {
                 keys.add(key);
             }
         } catch (ClosedSelectorException e) {
-            releaseIndex(key.index);
+            byIndex.release(key.index);
             throw e;
         } catch (ClosedChannelException e) {
             // Closed while registering: the key is born cancelled and goes at the next select.
@@ -140,18 +121,6 @@ public final class HadronioSelector extends AbstractSelector {
             return key;
         }
         return key;
-    }
-
-    private void releaseIndex(int index) {
-        synchronized (registrationLock) {
-            byIndex.set(index, null);
-            if (freeCount == freeIndexes.length) {
-                int[] grown = new int[freeIndexes.length * 2];
-                System.arraycopy(freeIndexes, 0, grown, 0, freeCount);
-                freeIndexes = grown;
-            }
-            freeIndexes[freeCount++] = index;
-        }
     }
 
     /** Drops keys cancelled since the last select. Call while holding the selector's lock. */
@@ -174,7 +143,7 @@ public final class HadronioSelector extends AbstractSelector {
                 keys.remove(key);
                 selectedKeys.remove(key);
                 deregister(key);
-                releaseIndex(key.index);
+                byIndex.release(key.index);
             }
         }
     }
@@ -247,15 +216,10 @@ public final class HadronioSelector extends AbstractSelector {
     }
 
     private int processReady(int n, Consumer<SelectionKey> action) {
-        AtomicReferenceArray<HadronioSelectionKey> table = byIndex;
         int updated = 0;
         for (int i = 0; i < n; i++) {
-            int index = ready.getInt(i * 8);
+            HadronioSelectionKey key = byIndex.get(ready.getInt(i * 8));
             int ops = ready.getInt(i * 8 + 4);
-            if (index < 0 || index >= table.length()) {
-                continue;
-            }
-            HadronioSelectionKey key = table.get(index);
             if (key == null || !key.isValid()) {
                 continue;
             }

@@ -8,7 +8,6 @@ import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -51,11 +50,7 @@ final class VirtualPoller {
     private volatile long subPolls;
     private volatile Thread masterThread;
     private volatile Thread subThread;
-    private final Object registrationLock = new Object();
-    private volatile AtomicReferenceArray<Waits> byIndex = new AtomicReferenceArray<>(64);
-    private int[] freeIndexes = new int[64];
-    private int freeCount;
-    private int nextIndex;
+    private final IndexTable<Waits> byIndex = new IndexTable<>();
 
     /** A buffer for the ready keys of one select. */
     private static final class Batch {
@@ -104,40 +99,14 @@ final class VirtualPoller {
      * closed meanwhile); its waits are armed and fired through the returned object.
      */
     Waits register(long channel, boolean listener) {
-        Waits waits;
-        synchronized (registrationLock) {
-            int index = freeCount > 0 ? freeIndexes[--freeCount] : nextIndex++;
-            AtomicReferenceArray<Waits> table = byIndex;
-            if (index >= table.length()) {
-                AtomicReferenceArray<Waits> grown = new AtomicReferenceArray<>(table.length() * 2);
-                for (int i = 0; i < table.length(); i++) {
-                    grown.set(i, table.get(i));
-                }
-                byIndex = grown;
-                table = grown;
-            }
-            waits = new Waits(this, index);
-            table.set(index, waits);
-        }
+        Waits waits = byIndex.add(index -> new Waits(this, index));
         try {
             waits.key = Native.keyRegister(selector, channel, listener, waits.index, 0);
         } catch (Throwable e) {
-            release(waits.index);
+            byIndex.release(waits.index);
             throw e;
         }
         return waits;
-    }
-
-    private void release(int index) {
-        synchronized (registrationLock) {
-            byIndex.set(index, null);
-            if (freeCount == freeIndexes.length) {
-                int[] grown = new int[freeIndexes.length * 2];
-                System.arraycopy(freeIndexes, 0, grown, 0, freeCount);
-                freeIndexes = grown;
-            }
-            freeIndexes[freeCount++] = index;
-        }
     }
 
     /** The sub-poller (a virtual thread): polls while channels keep becoming ready. */
@@ -210,11 +179,9 @@ final class VirtualPoller {
             LockSupport.parkNanos(10_000_000L);
             return 0;
         }
-        AtomicReferenceArray<Waits> table = byIndex;
         for (int i = 0; i < n; i++) {
-            int index = batch.ready.getInt(i * 8);
+            Waits waits = byIndex.get(batch.ready.getInt(i * 8));
             int ops = batch.ready.getInt(i * 8 + 4);
-            Waits waits = index >= 0 && index < table.length() ? table.get(index) : null;
             if (waits != null) {
                 waits.fire(ops);
             }
@@ -355,7 +322,7 @@ final class VirtualPoller {
             if (registered != 0) {
                 Native.keyDeregister(poller.selector, registered);
             }
-            poller.release(index);
+            poller.byIndex.release(index);
             if (wakeReader != null) {
                 LockSupport.unpark(wakeReader);
             }

@@ -1,5 +1,6 @@
 package dev.hadronio.examples.apps;
 
+import dev.hadronio.examples.report.LinePlot;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
@@ -7,11 +8,9 @@ import java.awt.Graphics2D;
 import java.awt.RenderingHints;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
-import javax.imageio.ImageIO;
 
 /**
  * Horizontal bars of "times better" on a logarithmic axis with a line at 1 (par with the JDK):
@@ -87,12 +86,6 @@ final class BarPlot {
         } finally {
             g.dispose();
         }
-        Path dir = file.toAbsolutePath().getParent();
-        if (dir != null) {
-            Files.createDirectories(dir);
-        }
-        if (!ImageIO.write(image, "png", file.toFile())) {
-            throw new IOException("no PNG writer available for " + file);
-        }
+        LinePlot.save(image, file);
     }
 }

@@ -173,6 +173,11 @@ public final class LinePlot {
         } finally {
             g.dispose();
         }
+        save(image, file);
+    }
+
+    /** Writes {@code image} to {@code file} as PNG, creating its directory if needed. */
+    public static void save(BufferedImage image, Path file) throws IOException {
         Path dir = file.toAbsolutePath().getParent();
         if (dir != null) {
             Files.createDirectories(dir);
