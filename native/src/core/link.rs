@@ -741,7 +741,6 @@ impl Link {
         self.tx.sent() + self.staged.iter().filter(|b| !b.posted).count() as u64
     }
 
-    /// Whether everything written has been handed to UCX and completed.
     /// Reports every consumed message now (the peer's stream ended, or we close): a closing
     /// peer waits for the full count before it lets its endpoint go.
     pub fn report_all(&mut self) -> Result<()> {
@@ -759,6 +758,7 @@ impl Link {
         self.peer.is_none() || self.tx.peer_consumed() >= self.tx.sent()
     }
 
+    /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
         self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.done.load(Ordering::Acquire)
     }

@@ -232,6 +232,9 @@ pub struct Negotiation {
     /// Our output is shut down: nothing more to switch to UCX (the greeting goes on for the
     /// peer's sake: its probe needs our pong, its UCX messages our link).
     output_done: bool,
+    /// Our shutdown ended the upgrade before it was decided: the peer's offer, answer or mark
+    /// may still be on its way.
+    cut_short: bool,
 }
 
 impl Negotiation {
@@ -258,6 +261,7 @@ impl Negotiation {
             peer_addr_seen: false,
             auth: Auth::default(),
             output_done: false,
+            cut_short: false,
         }
     }
 
@@ -393,6 +397,14 @@ impl Negotiation {
     /// Whether the peer proved it speaks hadroNIO (its mark came).
     pub fn peer_speaks_hadronio(&self) -> bool {
         matches!(self.rx, Rx::Framed(_)) || self.peer.raw
+    }
+
+    /// Whether the peer may still send hadroNIO bytes (an urgent byte, its mark, frames): it
+    /// speaks hadroNIO, the upgrade is undecided, or our shutdown cut it short. A closing socket
+    /// then reads them rather than closing on them, since a kernel answers bytes that reach a
+    /// closed socket with a reset, and a reset discards what the socket had not sent yet.
+    pub fn peer_may_send_control(&self) -> bool {
+        self.peer_speaks_hadronio() || self.pending() || self.cut_short
     }
 
     /// Whether the peer's stream carries frames now: it announces its end with a FIN frame, so
@@ -937,6 +949,7 @@ impl Negotiation {
         }
         if !self.framed() {
             self.stage = Stage::Plain;
+            self.cut_short = true;
             // An offer or answer not sent yet cannot follow a TCP FIN.
             self.urgent = None;
             if matches!(self.rx, Rx::Raw(Watch::Accept) | Rx::Raw(Watch::Reach)) {

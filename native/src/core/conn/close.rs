@@ -210,7 +210,7 @@ impl Conn {
             || !state.rx.inbox.is_empty()
             || state.link.as_ref().is_some_and(|l| l.readable())
             || (raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
-        let hadronio = neg.is_some_and(|n| n.peer_speaks_hadronio() || n.pending());
+        let hadronio = neg.is_some_and(Negotiation::peer_may_send_control);
         if let Some(hub) = self.hub.get() {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
@@ -230,7 +230,8 @@ impl Conn {
                 socket.close_with_reset();
             } else if hadronio {
                 // A hadroNIO peer still sends (control frames, or its mark if we close before
-                // it arrived): closing on them would reset the connection.
+                // it arrived): closing on them would reset the connection and discard what our
+                // socket has not sent yet.
                 background().close_gracefully(socket);
             }
         }

@@ -51,6 +51,11 @@ final class Background<T> {
         return done;
     }
 
+    /** Waits up to {@code timeout} for the thread to end, without taking its result. */
+    void awaitDone(long timeout, TimeUnit unit) throws InterruptedException {
+        thread.join(unit.toMillis(timeout));
+    }
+
     /**
      * Waits for the thread and returns its result.
      *

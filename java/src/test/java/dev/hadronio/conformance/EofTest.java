@@ -53,6 +53,39 @@ public class EofTest extends AbstractConformanceTest {
         assertEndOfStreamRepeatedly(pair);
     }
 
+    /**
+     * The writer closes before the reader touched its channel after connecting, so whatever the
+     * reader's side sends during the connection's set-up reaches a closed socket: the bytes that socket
+     * had not sent yet must still arrive, then end of stream.
+     */
+    @Test
+    public void closeBeforeThePeerReadsDeliversAllData() throws Exception {
+        byte[] data = randomBytes(12, 1024 * 1024 + 3);
+        ServerSocketChannel server = openServer();
+        SocketChannel client = newClient();
+        client.configureBlocking(false);
+        boolean connected = client.connect(server.getLocalAddress());
+        SocketChannel accepted = track(server.accept());
+        await("finishConnect()", () -> {
+            try {
+                return connected || client.finishConnect();
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        Background<Void> writer = background("writer", () -> {
+            writeFully(accepted, ByteBuffer.wrap(data));
+            accepted.close();
+            return null;
+        });
+        // The kernel may not take all of it before the reader reads; then the close comes later.
+        writer.awaitDone(2, TimeUnit.SECONDS);
+        client.configureBlocking(true);
+        byte[] received = readToEnd(client);
+        writer.join();
+        assertBytesEqual("data before end of stream", data, received);
+    }
+
     @Test
     public void closeWithoutDataGivesEndOfStream() throws Exception {
         Pair pair = connectPair();
