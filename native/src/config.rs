@@ -105,6 +105,29 @@ impl Settings {
         })
     }
 
+    /// The settings that differ from the defaults, as `name=value` in the properties' names
+    /// (the secret only as set).
+    pub fn changes(&self) -> Vec<String> {
+        let default = Settings::default();
+        let mut changes = Vec::new();
+        let mut note = |differs: bool, name: &str, value: String| {
+            if differs {
+                changes.push(format!("hadronio.{name}={value}"));
+            }
+        };
+        note(self.slots != default.slots, "slots", self.slots.to_string());
+        note(self.slot_len != default.slot_len, "slotLength", self.slot_len.to_string());
+        note(self.send_buffer != default.send_buffer, "sendBufferLength", self.send_buffer.to_string());
+        note(self.spin_ns != default.spin_ns, "spinMicros", (self.spin_ns / 1000).to_string());
+        note(self.linger_ms != default.linger_ms, "lingerMillis", self.linger_ms.to_string());
+        note(self.ucx != default.ucx, "transport", String::from(if self.ucx { "ucx" } else { "tcp" }));
+        note(self.liveness_ms != default.liveness_ms, "livenessMillis", self.liveness_ms.to_string());
+        note(self.spare_workers != default.spare_workers, "spareWorkers", self.spare_workers.to_string());
+        note(self.secret.is_some(), "secret", String::from("(set)"));
+        note(self.offer_ms != default.offer_ms, "offerMillis", self.offer_ms.to_string());
+        changes
+    }
+
     /// Installs the settings; only the first call has an effect.
     pub fn install(settings: Settings) -> bool {
         SETTINGS.set(settings).is_ok()
@@ -119,6 +142,16 @@ pub fn settings() -> &'static Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn changes_name_what_differs_from_the_defaults() {
+        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200];
+        assert!(Settings::from_values(&values, None, "").unwrap().changes().is_empty());
+        values[0] = 8;
+        values[5] = 0;
+        let changes = Settings::from_values(&values, Some(b"x"), "").unwrap().changes();
+        assert_eq!(changes, ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)"]);
+    }
 
     #[test]
     fn validates_ranges() {

@@ -156,7 +156,14 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
             text
         };
         let wanted = Settings::from_values(&buffer, secret.as_deref(), &rules).map_err(Error::invalid)?;
-        if !Settings::install(wanted.clone()) && *settings() != wanted {
+        if Settings::install(wanted.clone()) {
+            let mut changes = wanted.changes();
+            if !rules.is_empty() {
+                changes.push(format!("hadronio.rules={rules}"));
+            }
+            let changes = if changes.is_empty() { String::from("defaults") } else { changes.join(", ") };
+            log::info!("hadroNIO {} with UCX {}; settings: {changes}", env!("CARGO_PKG_VERSION"), crate::ucx::version_text());
+        } else if *settings() != wanted {
             log::debug!("hadroNIO settings were already installed; keeping the first ones");
         }
         if let Some(problem) = crate::load_problem() {

@@ -159,6 +159,12 @@ pub fn check_runtime_version() -> std::result::Result<(u32, u32, u32), String> {
     Ok((major, minor, release))
 }
 
+/// The loaded UCX's version, `major.minor.release`.
+pub fn version_text() -> String {
+    let (major, minor, release) = runtime_version();
+    format!("{major}.{minor}.{release}")
+}
+
 extern "C" {
     // Not declared by the bindings (it lives in an internal header) but exported by libucs.
     fn ucs_debug_disable_signals();

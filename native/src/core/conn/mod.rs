@@ -942,7 +942,7 @@ impl Conn {
         let path = state.neg.as_ref().map_or("tcp (not connected)", Negotiation::path).to_string();
         match &state.link {
             Some(link) if link.has_endpoint() && state.neg.as_ref().is_some_and(Negotiation::upgraded) => {
-                format!("{path}\n{}", link.describe())
+                format!("{path}{}\n{}", link.path_words(), link.describe())
             }
             _ => path,
         }

@@ -25,33 +25,92 @@ import java.nio.channels.spi.SelectorProvider;
  * {@code -Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider}. Differences from
  * the JDK's provider: datagram channels and pipes are the JDK's own (so they work as always, but
  * cannot be registered with a hadroNIO selector); UNIX-domain channels are not supported.
+ *
+ * <p>If hadroNIO cannot start (its native library or UCX does not load, a setting is invalid), the
+ * provider logs one warning naming the cause and its fix and hands out the JDK's own channels and
+ * selectors instead, so the application runs as it would without hadroNIO; with
+ * {@code -Dhadronio.required=true} it fails instead, with that message.
  */
 public class HadronioProvider extends SelectorProvider {
-    /** Creates the provider and loads the native library (throws if it cannot be loaded). */
+    /** The JDK's provider when hadroNIO could not start; null while hadroNIO runs. */
+    private final SelectorProvider fallback;
+
+    /** Creates the provider and starts hadroNIO, or falls back to the JDK's provider (see above). */
     public HadronioProvider() {
-        NativeLoader.load();
+        fallback = NativeLoader.startOrFallBack();
+    }
+
+    /**
+     * Whether this provider's channels run hadroNIO; false if it could not start and hands out the
+     * JDK's own channels (the log says why).
+     */
+    public boolean isActive() {
+        return fallback == null;
+    }
+
+    /**
+     * Which path a connected socket channel's data takes, in one line: for a hadroNIO channel
+     * {@code ucx over shared memory (<UCX transports>)}, {@code ucx over the network (...)} or
+     * {@code tcp (<why>)}, for example {@code tcp (the peer does not speak hadroNIO)}; for any other
+     * channel (the JDK's, also after a fall-back) {@code tcp (the JDK's channel)}. Each path
+     * decision is also logged at {@code info} ({@code HADRONIO_LOG=info}).
+     *
+     * @throws java.nio.channels.ClosedChannelException if the channel is closed
+     */
+    public static String transportOf(SocketChannel channel) throws IOException {
+        if (channel instanceof HadronioSocketChannel) {
+            return ((HadronioSocketChannel) channel).transportDescription().split("\n", 2)[0];
+        }
+        if (!channel.isOpen()) {
+            throw new java.nio.channels.ClosedChannelException();
+        }
+        return "tcp (the JDK's channel)";
     }
 
     @Override
     public SocketChannel openSocketChannel() throws IOException {
-        return new HadronioSocketChannel(this);
+        return fallback != null ? fallback.openSocketChannel() : new HadronioSocketChannel(this);
     }
 
     @Override
     public ServerSocketChannel openServerSocketChannel() throws IOException {
-        return new HadronioServerSocketChannel(this);
+        return fallback != null ? fallback.openServerSocketChannel() : new HadronioServerSocketChannel(this);
     }
 
     /** Java 15+: TCP channels of either IP family; UNIX-domain channels are not supported. */
     public SocketChannel openSocketChannel(ProtocolFamily family) throws IOException {
+        if (fallback != null) {
+            return (SocketChannel) fallbackFor("openSocketChannel", family);
+        }
         checkFamily(family);
         return openSocketChannel();
     }
 
     /** Java 15+: TCP server channels of either IP family. */
     public ServerSocketChannel openServerSocketChannel(ProtocolFamily family) throws IOException {
+        if (fallback != null) {
+            return (ServerSocketChannel) fallbackFor("openServerSocketChannel", family);
+        }
         checkFamily(family);
         return openServerSocketChannel();
+    }
+
+    /** The fallback's Java 15+ method {@code name(ProtocolFamily)} (this class compiles for Java 11). */
+    private Object fallbackFor(String name, ProtocolFamily family) throws IOException {
+        try {
+            return SelectorProvider.class.getMethod(name, ProtocolFamily.class).invoke(fallback, family);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            Throwable cause = e.getCause();
+            if (cause instanceof IOException) {
+                throw (IOException) cause;
+            }
+            if (cause instanceof RuntimeException) {
+                throw (RuntimeException) cause;
+            }
+            throw new IOException(cause);
+        } catch (ReflectiveOperationException e) {
+            throw new UnsupportedOperationException(name + "(ProtocolFamily) needs Java 15 or later", e);
+        }
     }
 
     private static void checkFamily(ProtocolFamily family) {
@@ -65,7 +124,7 @@ public class HadronioProvider extends SelectorProvider {
 
     @Override
     public AbstractSelector openSelector() throws IOException {
-        return new HadronioSelector(this);
+        return fallback != null ? fallback.openSelector() : new HadronioSelector(this);
     }
 
     @Override
@@ -85,13 +144,16 @@ public class HadronioProvider extends SelectorProvider {
 
     @Override
     public Channel inheritedChannel() throws IOException {
-        return null;
+        return fallback != null ? fallback.inheritedChannel() : null;
     }
 
     private static volatile SelectorProvider jdk;
 
     /** The JDK's own provider, for the channel kinds hadroNIO does not implement. */
-    private static SelectorProvider jdk(String what) throws IOException {
+    private SelectorProvider jdk(String what) throws IOException {
+        if (fallback != null) {
+            return fallback;
+        }
         SelectorProvider provider = jdk;
         if (provider == null) {
             provider = Native.jdkSelectorProvider();

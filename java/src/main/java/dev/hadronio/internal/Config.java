@@ -9,8 +9,9 @@ import java.util.Properties;
 import java.util.TreeSet;
 
 /**
- * hadroNIO's configuration, read once from system properties and validated: a bad value stops the
- * provider with an error naming the property, the value and the allowed range.
+ * hadroNIO's configuration, read once from system properties and validated: a bad value is an
+ * error naming the property, the value and the allowed range (the provider then falls back to the
+ * JDK's own, or fails with {@code hadronio.required=true}).
  *
  * <table>
  * <caption>Properties</caption>
@@ -27,6 +28,8 @@ import java.util.TreeSet;
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
+ * <tr><td>hadronio.required</td><td>false</td><td>fail when hadroNIO cannot start, instead of
+ * falling back to the JDK's own provider (read by {@link NativeLoader#startOrFallBack()})</td></tr>
  * <tr><td>hadronio.secret</td><td></td><td>shared secret both ends of an upgrade must prove
  * (also {@code HADRONIO_SECRET})</td></tr>
  * <tr><td>hadronio.offerMillis</td><td>200</td><td>how long a client looks for a hadroNIO server's
@@ -54,11 +57,12 @@ public final class Config {
     public static final String SECRET = "hadronio.secret";
     public static final String OFFER_MILLIS = "hadronio.offerMillis";
     public static final String RULES = "hadronio.rules";
+    public static final String REQUIRED = "hadronio.required";
 
     /** Every property this class reads. */
     static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
             SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, TRANSPORT,
-            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, RULES));
+            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, RULES, REQUIRED));
 
     private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
             "hadronio.conformance.");

@@ -25,9 +25,115 @@ public final class NativeLoader {
     private static final String RESOURCES = "/dev/hadronio/native/linux-x86_64/";
     private static final String[] UCX_LIBRARIES = {"libucm.so.0", "libucs.so.0", "libuct.so.0", "libucp.so.0"};
 
+    /** The oldest glibc the native code runs with (its newest versioned symbol). */
+    static final String GLIBC = "2.34";
+
     private static volatile boolean loaded;
+    /** libhadronio.so is loaded (its JNI functions work), whether or not hadroNIO started. */
+    private static volatile boolean libraryLoaded;
 
     private NativeLoader() {
+    }
+
+    /**
+     * Starts hadroNIO ({@link #load()}); returns null if it runs. If it cannot start (the native
+     * library or UCX does not load, a setting is invalid), returns the JDK's own provider to use
+     * instead, after one warning naming the cause and its fix. With {@code hadronio.required=true},
+     * or when the JDK's provider is out of reach, throws an error with that message instead.
+     */
+    public static java.nio.channels.spi.SelectorProvider startOrFallBack() {
+        RuntimeException invalid = null;
+        LinkageError broken = null;
+        try {
+            load();
+            return null;
+        } catch (ExceptionInInitializerError e) {
+            // A setting Config rejected while it initialised.
+            Throwable cause = e.getCause();
+            if (cause instanceof RuntimeException) {
+                invalid = (RuntimeException) cause;
+            } else {
+                broken = e;
+            }
+        } catch (RuntimeException e) {
+            invalid = e;
+        } catch (LinkageError e) {
+            broken = e;
+        }
+        Throwable failure = invalid != null ? invalid : broken;
+        String problem = String.valueOf(failure.getMessage());
+        if (Boolean.parseBoolean(System.getProperty(Config.REQUIRED))) {
+            stop("hadroNIO cannot start (and " + Config.REQUIRED + "=true): " + problem, invalid, broken);
+        }
+        java.nio.channels.spi.SelectorProvider jdk = jdkProvider();
+        if (jdk == null) {
+            stop("hadroNIO cannot start: " + problem + "; the JDK's own provider, to fall back to, is out"
+                    + " of reach without the native library: add --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
+                    + " to fall back", invalid, broken);
+        }
+        LOG.log(Level.WARNING, "hadroNIO is not in use; this JVM's channels and selectors are the JDK's own: "
+                + problem + " (set " + Config.REQUIRED + "=true to fail instead)");
+        return jdk;
+    }
+
+    /** Throws the error to stop with: the same kind as the failure, with its message first. */
+    private static void stop(String message, RuntimeException invalid, LinkageError broken) {
+        if (invalid != null) {
+            throw new IllegalArgumentException(message, invalid);
+        }
+        UnsatisfiedLinkError error = new UnsatisfiedLinkError(message);
+        error.initCause(broken);
+        throw error;
+    }
+
+    /**
+     * The JDK's own provider: through JNI once the native library is loaded (JNI is not subject to
+     * the module system), else by reflection, which works when the JVM exports
+     * {@code sun.nio.ch} to the class path; null if neither reaches it.
+     */
+    private static java.nio.channels.spi.SelectorProvider jdkProvider() {
+        if (!libraryLoaded) {
+            loadLibraryOnly();
+        }
+        if (libraryLoaded) {
+            try {
+                java.nio.channels.spi.SelectorProvider provider = Native.jdkSelectorProvider();
+                if (provider != null) {
+                    return provider;
+                }
+            } catch (RuntimeException | LinkageError e) {
+                LOG.log(Level.DEBUG, () -> "the JDK's provider through JNI: " + e);
+            }
+        }
+        try {
+            Class<?> holder = Class.forName("sun.nio.ch.DefaultSelectorProvider");
+            for (String name : new String[] {"get", "create"}) {
+                try {
+                    return (java.nio.channels.spi.SelectorProvider) holder.getMethod(name).invoke(null);
+                } catch (NoSuchMethodException e) {
+                    // the other JDK version's name
+                }
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            LOG.log(Level.DEBUG, () -> "the JDK's provider by reflection: " + e);
+        }
+        return null;
+    }
+
+    /**
+     * Loads libhadronio.so where {@link #load()} would, without the settings (one of them may be
+     * what failed), so that its JNI functions can reach the JDK's provider.
+     */
+    private static void loadLibraryOnly() {
+        try {
+            boolean systemUcx = "system".equalsIgnoreCase(System.getProperty(Config.UCX_LIBRARY,
+                    System.getenv().getOrDefault("HADRONIO_UCX", "bundled")));
+            String configured = System.getProperty(Config.NATIVE_DIRECTORY, "");
+            Path directory = configured.isEmpty() ? extract(systemUcx) : Paths.get(configured);
+            loadFrom(directory, systemUcx);
+        } catch (RuntimeException | LinkageError e) {
+            LOG.log(Level.DEBUG, () -> "libhadronio.so for the fallback: " + e);
+        }
     }
 
     /** Loads and initialises the native library once; throws with a clear message if it cannot. */
@@ -77,17 +183,30 @@ public final class NativeLoader {
         for (String library : order) {
             Path path = directory.resolve(library);
             if (!Files.isRegularFile(path)) {
-                throw new UnsatisfiedLinkError("hadroNIO native library missing: " + path
-                    + (systemUcx ? "" : " (rebuild the jar, or set " + Config.UCX_LIBRARY + "=system to use an installed UCX)"));
+                String configured = System.getProperty(Config.NATIVE_DIRECTORY, "");
+                String hint = !configured.isEmpty()
+                    ? " (" + Config.NATIVE_DIRECTORY + " names a directory without it)"
+                    : systemUcx ? "" : " (rebuild the jar, or set " + Config.UCX_LIBRARY + "=system to use an installed UCX)";
+                throw new UnsatisfiedLinkError("hadroNIO native library missing: " + path + hint);
             }
             try {
                 System.load(path.toAbsolutePath().toString());
+                if (library.equals("libhadronio.so")) {
+                    libraryLoaded = true;
+                }
             } catch (UnsatisfiedLinkError e) {
                 String hint = systemUcx
                     ? "; with " + Config.UCX_LIBRARY + "=system, UCX >= 1.12 (libucp.so.0) must be installed and on the"
                         + " library path (LD_LIBRARY_PATH or ldconfig)"
                     : "";
-                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + ": " + e.getMessage() + hint);
+                String reason = String.valueOf(e.getMessage());
+                if (reason.contains("GLIBC_")) {
+                    hint += "; hadroNIO's native code needs glibc " + GLIBC + " or newer";
+                } else if (noexec(directory)) {
+                    hint += "; " + directory + " is on a file system mounted noexec, where no code may be loaded: set"
+                        + " java.io.tmpdir (or " + Config.NATIVE_DIRECTORY + ") to a directory on another one";
+                }
+                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + path + ": " + reason + hint);
                 error.initCause(e);
                 throw error;
             }
@@ -154,6 +273,31 @@ public final class NativeLoader {
                 + target + ": " + e + " (set java.io.tmpdir to a writable directory)");
             error.initCause(e);
             throw error;
+        }
+    }
+
+    /** Whether {@code directory} lies on a mount with the {@code noexec} option (per /proc/self/mountinfo). */
+    static boolean noexec(Path directory) {
+        try {
+            String path = directory.toRealPath().toString();
+            String best = "";
+            boolean noexec = false;
+            for (String line : Files.readAllLines(Paths.get("/proc/self/mountinfo"), StandardCharsets.UTF_8)) {
+                String[] fields = line.split(" ");
+                if (fields.length < 6) {
+                    continue;
+                }
+                String mountPoint = fields[4].replace("\\040", " ");
+                boolean contains = path.equals(mountPoint) || mountPoint.equals("/")
+                    || path.startsWith(mountPoint.endsWith("/") ? mountPoint : mountPoint + "/");
+                if (contains && mountPoint.length() >= best.length()) {
+                    best = mountPoint;
+                    noexec = java.util.Arrays.asList(fields[5].split(",")).contains("noexec");
+                }
+            }
+            return noexec;
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 
