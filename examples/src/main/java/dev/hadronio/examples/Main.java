@@ -84,13 +84,31 @@ public final class Main {
     /** The class name of the JVM-wide provider, or null (after explaining why) if it cannot be loaded. */
     private static String activeProvider(PrintStream err) {
         try {
-            return SelectorProvider.provider().getClass().getName();
-        } catch (ServiceConfigurationError e) {
+            SelectorProvider provider = SelectorProvider.provider();
+            String name = provider.getClass().getName();
+            if (name.equals("dev.hadronio.HadronioProvider") && Boolean.FALSE.equals(isActive(provider))) {
+                return name + " (not in use, the JDK's channels: see the warning above)";
+            }
+            return name;
+        } catch (ServiceConfigurationError | LinkageError e) {
+            // The JDK wraps what the provider threw; the first cause with a message says what is wrong.
+            Throwable reason = e;
+            while (reason.getMessage() == null && reason.getCause() != null) {
+                reason = reason.getCause();
+            }
             err.println("hadronio: cannot load the selector provider -D" + PROVIDER_PROPERTY + "="
-                    + System.getProperty(PROVIDER_PROPERTY) + ": "
-                    + (e.getCause() != null ? e.getCause() : e.getMessage()));
+                    + System.getProperty(PROVIDER_PROPERTY) + ": " + reason);
             err.println("Is the hadroNIO jar on the class path? " + DISABLE_VARIABLE
                     + "=true runs on the JDK's provider.");
+            return null;
+        }
+    }
+
+    /** hadroNIO's {@code isActive()} (the app runs with the provider jar on its class path only). */
+    private static Object isActive(SelectorProvider provider) {
+        try {
+            return provider.getClass().getMethod("isActive").invoke(provider);
+        } catch (ReflectiveOperationException e) {
             return null;
         }
     }
