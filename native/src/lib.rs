@@ -10,6 +10,7 @@ pub mod core;
 pub mod jni;
 pub mod net;
 pub mod rules;
+pub mod stats;
 pub mod ucx;
 
 use std::os::raw::c_void;

@@ -28,6 +28,7 @@ use super::spin;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
 use crate::net::socket::Socket;
+use crate::stats::{self, Counter};
 
 const TOKEN_WAKE: u64 = 1 << 56;
 const TOKEN_UCX: u64 = 2 << 56;
@@ -683,6 +684,7 @@ impl Hub {
                 timeout = Some(timeout.map_or(stuck_sleep, |t| t.min(stuck_sleep)));
                 stuck_sleep = (stuck_sleep * 2).min(STUCK_SLEEP_MAX);
             }
+            stats::count(Counter::Sleeps);
             self.dispatch_ready(timeout);
             self.sleeping.store(false, Ordering::SeqCst);
             self.signal();

@@ -28,6 +28,7 @@ use super::error::{Error, Result, Status};
 use super::iov::Cursor;
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
+use crate::stats::{self, Counter};
 use crate::ucx::{self, Request, Start, WorkerLock};
 
 /// The part of a link that completion callbacks see. Only atomics.
@@ -574,6 +575,7 @@ impl Link {
             }
         }
         let read = dst.moved() - start;
+        stats::add(Counter::BytesReceivedUcx, read as u64);
         if self.rx.should_report() {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
@@ -812,7 +814,12 @@ impl Link {
             }
         }
         self.post_staged(&lock)?;
-        Ok(src.moved() - start)
+        if self.tx.available() == 0 && self.staged.back().is_some_and(|b| !b.posted) {
+            stats::count(Counter::CreditStalls);
+        }
+        let written = src.moved() - start;
+        stats::add(Counter::BytesSentUcx, written as u64);
+        Ok(written)
     }
 
     /// Sends a BODY announcement (an empty slot message) and the BODY from the caller's memory.

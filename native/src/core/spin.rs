@@ -33,6 +33,8 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::stats::{self, Counter};
+
 /// How often a spinning thread asks the kernel again whether a core is still free.
 pub const RECHECK: Duration = Duration::from_micros(20);
 
@@ -69,11 +71,13 @@ impl Governor {
 
     /// The spin caught the event.
     pub fn caught(&self) {
+        stats::count(Counter::SpinsCaught);
         let _ = self.score.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some((s + 1).min(SCORE_LIMIT)));
     }
 
     /// The spin ran out of time: the wait goes on sleeping.
     pub fn missed(&self) {
+        stats::count(Counter::SpinsMissed);
         let _ = self.score.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some((s - 2).max(-SCORE_LIMIT)));
     }
 }

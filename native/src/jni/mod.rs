@@ -29,6 +29,7 @@ use crate::core::iov::Region;
 use crate::core::listener::Listener;
 use crate::core::selector::{Key, Selector, Target};
 use crate::net::socket::{encode_addr, socket_addr};
+use crate::stats::{self, Counter};
 
 thread_local! {
     static LAST_ERROR: RefCell<Option<Error>> = const { RefCell::new(None) };
@@ -208,6 +209,32 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_statusNames(env: *mut JNIEnv
             let name = env.new_string(status.name()).map_err(jni_error)?;
             env.set_object_array_element(&array, index as i32, name).map_err(jni_error)?;
         }
+        Ok(array.into_raw())
+    })
+}
+
+/// `static native String[] counterNames()`: the names of the counters, in `counters()` order.
+#[no_mangle]
+pub extern "C" fn Java_dev_hadronio_internal_Native_counterNames(env: *mut JNIEnv, _class: jclass) -> jobjectArray {
+    slow(env, std::ptr::null_mut(), |env| {
+        let array = env
+            .new_object_array(Counter::ALL.len() as i32, "java/lang/String", JObject::null())
+            .map_err(jni_error)?;
+        for (index, counter) in Counter::ALL.iter().enumerate() {
+            let name = env.new_string(counter.name()).map_err(jni_error)?;
+            env.set_object_array_element(&array, index as i32, name).map_err(jni_error)?;
+        }
+        Ok(array.into_raw())
+    })
+}
+
+/// `static native long[] counters()`: every counter's total (see [`crate::stats`]).
+#[no_mangle]
+pub extern "C" fn Java_dev_hadronio_internal_Native_counters(env: *mut JNIEnv, _class: jclass) -> jlongArray {
+    slow(env, std::ptr::null_mut(), |env| {
+        let totals: Vec<i64> = stats::read().iter().map(|&v| v.min(i64::MAX as u64) as i64).collect();
+        let array = env.new_long_array(totals.len() as i32).map_err(jni_error)?;
+        env.set_long_array_region(&array, 0, &totals).map_err(jni_error)?;
         Ok(array.into_raw())
     })
 }

@@ -44,6 +44,7 @@ use super::stream::{self, Failure, RxState, TxState};
 use crate::config::settings;
 use crate::net::poller;
 use crate::net::socket::Socket;
+use crate::stats::{self, Counter};
 use crate::rules;
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -238,12 +239,23 @@ impl Conn {
         state.remote = Some(peer);
         state.bound_local = true;
         state.neg = Some(Negotiation::new(policy(Role::Server, peer, local_port)));
+        Self::count_new(&state);
         let conn = Conn::with_state(state);
         {
             let mut state = conn.lock();
             conn.progress_stream(&mut state);
         }
         conn
+    }
+
+    /// Counts a new connection, and where the policy keeps it on TCP from the start, why.
+    fn count_new(state: &State) {
+        stats::count(Counter::Connections);
+        if let Some(neg) = &state.neg {
+            if !neg.pending() && !neg.upgraded() {
+                stats::count(Counter::for_tcp_reason(neg.path()));
+            }
+        }
     }
 
     fn arc(&self) -> Option<Arc<Conn>> {
@@ -473,6 +485,7 @@ impl Conn {
     fn on_connected(&self, state: &mut State) {
         state.phase = Phase::Connected;
         state.bound_local = true;
+        Self::count_new(state);
         if let Some(neg) = &mut state.neg {
             neg.on_connected(Instant::now());
         }
@@ -578,10 +591,12 @@ impl Conn {
             }
             Action::Switched => {
                 let over = state.link.as_ref().map_or_else(String::new, |l| l.path_words());
+                stats::count(if over.contains("shared memory") { Counter::UpgradesSharedMemory } else { Counter::UpgradesNetwork });
                 info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.remote));
                 self.watch_liveness(state);
             }
             Action::GaveUp(why) => {
+                stats::count(Counter::for_tcp_reason(&why));
                 info!("connection {} {}: stays on TCP: {why}", self.serial, Self::peer_label(state.role, state.remote));
             }
         }
@@ -717,6 +732,7 @@ impl Conn {
                 if read.blocked {
                     state.io.readable = false;
                 }
+                stats::add(Counter::BytesReceivedTcp, read.delivered as u64);
                 Ok(read.delivered)
             }
             Err(Failure::Negotiation(error)) => Err(error),

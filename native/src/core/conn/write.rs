@@ -7,6 +7,7 @@ use parking_lot::MutexGuard;
 
 use super::{Conn, Phase, State};
 use crate::core::error::{Error, Result, Status};
+use crate::stats::{self, Counter};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::core::stream::{self, HOLD_LIMIT};
@@ -68,6 +69,7 @@ impl Conn {
         };
         let before = src.moved();
         let result = stream::write(neg, socket, &state.rx, &mut state.tx, src);
+        stats::add(Counter::BytesSentTcp, (src.moved() - before) as u64);
         match result {
             Ok(()) => {
                 if src.remaining() > 0 && src.moved() == before && mode != WriteMode::Hold {

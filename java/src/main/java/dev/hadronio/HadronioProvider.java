@@ -49,6 +49,15 @@ public class HadronioProvider extends SelectorProvider {
     }
 
     /**
+     * hadroNIO's counters by name (connections by path, bytes over UCX and TCP, credit stalls, how
+     * waits went), the same values as the JMX MBean {@code dev.hadronio:type=Counters}; empty when
+     * this provider is not active.
+     */
+    public java.util.Map<String, Long> counters() {
+        return fallback != null ? java.util.Collections.emptyMap() : dev.hadronio.internal.Counters.read();
+    }
+
+    /**
      * Which path a connected socket channel's data takes, in one line: for a hadroNIO channel
      * {@code ucx over shared memory (<UCX transports>)}, {@code ucx over the network (...)} or
      * {@code tcp (<why>)}, for example {@code tcp (the peer does not speak hadroNIO)}; for any other

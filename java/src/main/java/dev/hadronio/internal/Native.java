@@ -33,6 +33,12 @@ public final class Native {
 
     public static native String[] statusNames();
 
+    /** The names of hadroNIO's counters, in {@link #counters()} order. */
+    public static native String[] counterNames();
+
+    /** Every counter's total since the library loaded (see {@code Counters}). */
+    public static native long[] counters();
+
     public static native String lastError();
 
     static native long bufferAddress(java.nio.ByteBuffer direct);

@@ -161,6 +161,7 @@ public final class NativeLoader {
             }
             LOG.log(Level.DEBUG, () -> "loaded " + Native.version() + " from " + directory);
             loaded = true;
+            Counters.registerInBackground();
         }
     }
 

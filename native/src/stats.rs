@@ -1,0 +1,202 @@
+//! Process-wide counters (read through `Native.counters()` and shown as the JMX MBean
+//! `dev.hadronio:type=Counters`).
+//!
+//! Every thread counts into a block of its own, so that counting on the data path never makes
+//! threads share a cache line; a read sums the live threads' blocks and what exited threads left
+//! behind. Counts are monotonic; a read taken while threads count is a snapshot of each counter,
+//! not of all at one instant.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What is counted, in the order [`read`] returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// Connections set up (connected or accepted).
+    Connections,
+    /// Connections whose data moved to UCX over shared memory.
+    UpgradesSharedMemory,
+    /// Connections whose data moved to UCX over the network.
+    UpgradesNetwork,
+    /// Connections that stay on TCP because the peer does not speak hadroNIO.
+    TcpPlainPeer,
+    /// ... because a rule or `hadronio.transport=tcp` says so.
+    TcpByRule,
+    /// ... because UCX could not reach the peer, or reaches it only more slowly than TCP.
+    TcpNoPath,
+    /// ... for any other reason (the peer gave up, protocol versions, ...).
+    TcpOther,
+    /// Application bytes sent over UCX.
+    BytesSentUcx,
+    /// Application bytes received over UCX.
+    BytesReceivedUcx,
+    /// Application bytes sent over TCP.
+    BytesSentTcp,
+    /// Application bytes received over TCP.
+    BytesReceivedTcp,
+    /// Writes that found no credit left (the peer had not consumed enough) and had to stage.
+    CreditStalls,
+    /// Busy-polls that caught the event they waited for.
+    SpinsCaught,
+    /// Busy-polls that ran out of time (or gave way to other threads) and slept after all.
+    SpinsMissed,
+    /// Waits that slept in the kernel.
+    Sleeps,
+}
+
+impl Counter {
+    pub const ALL: [Counter; 15] = [
+        Counter::Connections,
+        Counter::UpgradesSharedMemory,
+        Counter::UpgradesNetwork,
+        Counter::TcpPlainPeer,
+        Counter::TcpByRule,
+        Counter::TcpNoPath,
+        Counter::TcpOther,
+        Counter::BytesSentUcx,
+        Counter::BytesReceivedUcx,
+        Counter::BytesSentTcp,
+        Counter::BytesReceivedTcp,
+        Counter::CreditStalls,
+        Counter::SpinsCaught,
+        Counter::SpinsMissed,
+        Counter::Sleeps,
+    ];
+
+    /// The attribute name (JMX).
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::Connections => "Connections",
+            Counter::UpgradesSharedMemory => "UpgradesSharedMemory",
+            Counter::UpgradesNetwork => "UpgradesNetwork",
+            Counter::TcpPlainPeer => "TcpPlainPeer",
+            Counter::TcpByRule => "TcpByRule",
+            Counter::TcpNoPath => "TcpNoPath",
+            Counter::TcpOther => "TcpOther",
+            Counter::BytesSentUcx => "BytesSentUcx",
+            Counter::BytesReceivedUcx => "BytesReceivedUcx",
+            Counter::BytesSentTcp => "BytesSentTcp",
+            Counter::BytesReceivedTcp => "BytesReceivedTcp",
+            Counter::CreditStalls => "CreditStalls",
+            Counter::SpinsCaught => "SpinsCaught",
+            Counter::SpinsMissed => "SpinsMissed",
+            Counter::Sleeps => "Sleeps",
+        }
+    }
+
+    /// The counter a connection that stays on TCP counts in, by the reason the negotiation gave.
+    pub fn for_tcp_reason(why: &str) -> Counter {
+        if why.contains("does not speak hadroNIO") || why.contains("plain") || why.contains("closed before speaking") {
+            Counter::TcpPlainPeer
+        } else if why.contains("rule") || why.contains("hadronio.transport") {
+            Counter::TcpByRule
+        } else if why.contains("probe") || why.contains("UCX") || why.contains("endpoint") || why.contains("reach") {
+            Counter::TcpNoPath
+        } else {
+            Counter::TcpOther
+        }
+    }
+}
+
+const COUNTERS: usize = Counter::ALL.len();
+
+struct Block([AtomicU64; COUNTERS]);
+
+impl Block {
+    fn new() -> Block {
+        Block(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+struct Registry {
+    live: Vec<Arc<Block>>,
+    /// What threads that exited had counted.
+    retired: [u64; COUNTERS],
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { live: Vec::new(), retired: [0; COUNTERS] });
+
+/// This thread's block; handed to the registry's `retired` when the thread exits.
+struct Local(Arc<Block>);
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if let Ok(mut registry) = REGISTRY.lock() {
+            for (total, count) in registry.retired.iter_mut().zip(self.0 .0.iter()) {
+                *total += count.load(Ordering::Relaxed);
+            }
+            registry.live.retain(|block| !Arc::ptr_eq(block, &self.0));
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: Local = {
+        let block = Arc::new(Block::new());
+        if let Ok(mut registry) = REGISTRY.lock() {
+            registry.live.push(block.clone());
+        }
+        Local(block)
+    };
+}
+
+/// Adds `n` to `counter` (on this thread's block: no cache line shared with other threads).
+pub fn add(counter: Counter, n: u64) {
+    // A thread that is exiting has no block any more; its last counts are dropped.
+    let _ = LOCAL.try_with(|local| {
+        let slot = &local.0 .0[counter as usize];
+        // Only this thread writes its block: a plain load and store is enough.
+        slot.store(slot.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    });
+}
+
+/// Adds one to `counter`.
+pub fn count(counter: Counter) {
+    add(counter, 1);
+}
+
+/// Every counter's total, in [`Counter::ALL`] order.
+pub fn read() -> [u64; COUNTERS] {
+    let registry = match REGISTRY.lock() {
+        Ok(registry) => registry,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let mut totals = registry.retired;
+    for block in &registry.live {
+        for (total, count) in totals.iter_mut().zip(block.0.iter()) {
+            *total += count.load(Ordering::Relaxed);
+        }
+    }
+    totals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_threads_that_exited_stay_in_the_totals() {
+        let before = read()[Counter::CreditStalls as usize];
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for _ in 0..1000 {
+                        count(Counter::CreditStalls);
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        add(Counter::CreditStalls, 5);
+        assert_eq!(read()[Counter::CreditStalls as usize] - before, 4005);
+    }
+
+    #[test]
+    fn reasons_map_to_counters() {
+        assert_eq!(Counter::for_tcp_reason("the peer does not speak hadroNIO"), Counter::TcpPlainPeer);
+        assert_eq!(Counter::for_tcp_reason("the path did not carry a probe round trip"), Counter::TcpNoPath);
+        assert_eq!(Counter::ALL.iter().enumerate().filter(|(i, c)| **c as usize != *i).count(), 0);
+    }
+}
