@@ -76,6 +76,11 @@ public class HadronioProvider extends SelectorProvider {
         return "tcp (the JDK's channel)";
     }
 
+    /** Why hadroNIO could not start, with the fix, when {@link #isActive()} is false; else null. */
+    public String problem() {
+        return fallback == null ? null : NativeLoader.problem();
+    }
+
     @Override
     public SocketChannel openSocketChannel() throws IOException {
         return fallback != null ? fallback.openSocketChannel() : new HadronioSocketChannel(this);

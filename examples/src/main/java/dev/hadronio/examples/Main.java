@@ -9,6 +9,7 @@ import dev.hadronio.examples.compare.CompareCommand;
 import dev.hadronio.examples.figures.SelectorFigures;
 import dev.hadronio.examples.netty.EchoCommand;
 import dev.hadronio.examples.netty.HelloCommand;
+import dev.hadronio.examples.ops.OpsCli;
 import dev.hadronio.examples.simple.PeerBenchmark;
 import dev.hadronio.examples.transport.Flavour;
 
@@ -45,6 +46,9 @@ public final class Main {
     public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
         if (AppsCli.handles(args)) {
             return AppsCli.run(args, out, err);
+        }
+        if (OpsCli.handles(args)) {
+            return OpsCli.run(args, out, err);
         }
         Options options;
         try {

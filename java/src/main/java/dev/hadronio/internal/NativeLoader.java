@@ -26,9 +26,11 @@ public final class NativeLoader {
     private static final String[] UCX_LIBRARIES = {"libucm.so.0", "libucs.so.0", "libuct.so.0", "libucp.so.0"};
 
     /** The oldest glibc the native code runs with (its newest versioned symbol). */
-    static final String GLIBC = "2.34";
+    public static final String GLIBC = "2.34";
 
     private static volatile boolean loaded;
+    /** Why hadroNIO could not start (with its fix), if it could not. */
+    private static volatile String problem;
     /** libhadronio.so is loaded (its JNI functions work), whether or not hadroNIO started. */
     private static volatile boolean libraryLoaded;
 
@@ -62,6 +64,7 @@ public final class NativeLoader {
         }
         Throwable failure = invalid != null ? invalid : broken;
         String problem = String.valueOf(failure.getMessage());
+        NativeLoader.problem = problem;
         if (Boolean.parseBoolean(System.getProperty(Config.REQUIRED))) {
             stop("hadroNIO cannot start (and " + Config.REQUIRED + "=true): " + problem, invalid, broken);
         }
@@ -74,6 +77,11 @@ public final class NativeLoader {
         LOG.log(Level.WARNING, "hadroNIO is not in use; this JVM's channels and selectors are the JDK's own: "
                 + problem + " (set " + Config.REQUIRED + "=true to fail instead)");
         return jdk;
+    }
+
+    /** Why hadroNIO could not start, with its fix; null if it started (or was not asked to). */
+    public static String problem() {
+        return problem;
     }
 
     /** Throws the error to stop with: the same kind as the failure, with its message first. */
@@ -278,7 +286,7 @@ public final class NativeLoader {
     }
 
     /** Whether {@code directory} lies on a mount with the {@code noexec} option (per /proc/self/mountinfo). */
-    static boolean noexec(Path directory) {
+    public static boolean noexec(Path directory) {
         try {
             String path = directory.toRealPath().toString();
             String best = "";
