@@ -70,6 +70,11 @@ public final class BenchCommand {
                      : BenchSession.connect(options.remote(), factory, fingerprint, threshold)) {
             out.println(server ? "Client connected, running" : "Connected to " + options.remote() + ", running");
             rows = new BenchRunner(session, d, label, connections, out, server ? dir : null).run();
+            // After the run: the upgrade to UCX happens while the first messages flow.
+            String path = session.main.path();
+            if (path != null) {
+                out.println("Path: " + path);
+            }
         }
         if (!server) {
             out.println("Bench client finished " + steps + " steps");

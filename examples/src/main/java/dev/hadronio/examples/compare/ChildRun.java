@@ -166,6 +166,8 @@ final class ChildRun {
                     if (line.startsWith(PROVIDER_PREFIX)) {
                         providerClass = line.substring(PROVIDER_PREFIX.length()).trim();
                         out.println("  " + label + ": running on " + providerClass);
+                    } else if (line.startsWith("Path: ")) {
+                        out.println("  " + label + ": connection path " + line.substring(6).trim());
                     } else if (line.startsWith("[") || line.startsWith("  [") || line.startsWith("hadronio:")) {
                         out.println("  " + label + " " + line.trim());
                     }

@@ -19,6 +19,20 @@ abstract class ChannelTransport implements MessageTransport {
     private ByteBuffer sendBuffer = ByteBuffer.allocateDirect(MIN_RECEIVE_CHUNK);
     private ByteBuffer receiveBuffer = ByteBuffer.allocateDirect(MIN_RECEIVE_CHUNK);
 
+    /** hadroNIO's {@code HadronioProvider.transportOf(channel)}; the JDK's channels go over kernel TCP. */
+    @Override
+    public String path() {
+        try {
+            Class<?> provider = channel.provider().getClass();
+            if (!provider.getName().equals("dev.hadronio.HadronioProvider")) {
+                return "tcp (the JDK's channel)";
+            }
+            return (String) provider.getMethod("transportOf", SocketChannel.class).invoke(null, channel);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
     ChannelTransport(SocketChannel channel) throws IOException {
         this.channel = channel;
         channel.setOption(StandardSocketOptions.TCP_NODELAY, Boolean.TRUE);

@@ -32,4 +32,9 @@ public interface MessageTransport extends Closeable {
 
     /** Reads until {@code dst} is full (for small control data, not measured). */
     void readBytes(ByteBuffer dst) throws IOException;
+
+    /** The path the connection's data takes (hadroNIO's {@code transportOf}), or null if not known. */
+    default String path() {
+        return null;
+    }
 }
