@@ -198,34 +198,26 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut JNIEnv, _c
     })
 }
 
+/// A new `String[]` holding `names` in order.
+fn string_array<'a>(env: &mut Env<'_>, names: impl ExactSizeIterator<Item = &'a str>) -> Result<jobjectArray, Error> {
+    let array = env.new_object_array(names.len() as i32, "java/lang/String", JObject::null()).map_err(jni_error)?;
+    for (index, name) in names.enumerate() {
+        let name = env.new_string(name).map_err(jni_error)?;
+        env.set_object_array_element(&array, index as i32, name).map_err(jni_error)?;
+    }
+    Ok(array.into_raw())
+}
+
 /// `static native String[] statusNames()`: the name of status `-(i + 1)` at index `i`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_statusNames(env: *mut JNIEnv, _class: jclass) -> jobjectArray {
-    slow(env, std::ptr::null_mut(), |env| {
-        let array = env
-            .new_object_array(Status::ALL.len() as i32, "java/lang/String", JObject::null())
-            .map_err(jni_error)?;
-        for (index, status) in Status::ALL.iter().enumerate() {
-            let name = env.new_string(status.name()).map_err(jni_error)?;
-            env.set_object_array_element(&array, index as i32, name).map_err(jni_error)?;
-        }
-        Ok(array.into_raw())
-    })
+    slow(env, std::ptr::null_mut(), |env| string_array(env, Status::ALL.iter().map(|s| s.name())))
 }
 
 /// `static native String[] counterNames()`: the names of the counters, in `counters()` order.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_counterNames(env: *mut JNIEnv, _class: jclass) -> jobjectArray {
-    slow(env, std::ptr::null_mut(), |env| {
-        let array = env
-            .new_object_array(Counter::ALL.len() as i32, "java/lang/String", JObject::null())
-            .map_err(jni_error)?;
-        for (index, counter) in Counter::ALL.iter().enumerate() {
-            let name = env.new_string(counter.name()).map_err(jni_error)?;
-            env.set_object_array_element(&array, index as i32, name).map_err(jni_error)?;
-        }
-        Ok(array.into_raw())
-    })
+    slow(env, std::ptr::null_mut(), |env| string_array(env, Counter::ALL.iter().map(|c| c.name())))
 }
 
 /// `static native long[] counters()`: every counter's total (see [`crate::stats`]).

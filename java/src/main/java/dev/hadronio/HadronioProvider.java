@@ -76,6 +76,19 @@ public class HadronioProvider extends SelectorProvider {
         return "tcp (the JDK's channel)";
     }
 
+    /**
+     * hadroNIO's version and the UCX it runs on, for example
+     * {@code hadroNIO 0.1.0 (UCX 1.12.1, built against 1.12; available)}; when not active, the
+     * version of this jar and why it is not in use.
+     */
+    public String version() {
+        if (fallback == null) {
+            return dev.hadronio.internal.Native.version();
+        }
+        String jar = HadronioProvider.class.getPackage().getImplementationVersion();
+        return "hadroNIO " + (jar == null ? "(version unknown)" : jar) + " (not in use: " + problem() + ")";
+    }
+
     /** Why hadroNIO could not start, with the fix, when {@link #isActive()} is false; else null. */
     public String problem() {
         return fallback == null ? null : NativeLoader.problem();

@@ -47,6 +47,10 @@ public final class Main {
         if (AppsCli.handles(args)) {
             return AppsCli.run(args, out, err);
         }
+        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
+            out.println(version());
+            return EXIT_OK;
+        }
         if (OpsCli.handles(args)) {
             return OpsCli.run(args, out, err);
         }
@@ -105,6 +109,16 @@ public final class Main {
             err.println("Is the hadroNIO jar on the class path? " + DISABLE_VARIABLE
                     + "=true runs on the JDK's provider.");
             return null;
+        }
+    }
+
+    /** The provider's version line: hadroNIO's and its UCX's when hadroNIO is the JVM-wide provider. */
+    private static String version() {
+        SelectorProvider provider = SelectorProvider.provider();
+        try {
+            return "hadronio command, " + provider.getClass().getMethod("version").invoke(provider);
+        } catch (ReflectiveOperationException e) {
+            return "hadronio command on the JDK's provider (" + provider.getClass().getName() + ")";
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.hadronio.provider;
 
+import dev.hadronio.reliability.ChildJvm;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -20,16 +21,7 @@ public final class FallbackProbe {
     }
 
     public static void main(String[] args) {
-        try {
-            run();
-            System.out.flush();
-            System.exit(0);
-        } catch (Throwable t) {
-            System.out.println("FAILED " + t);
-            t.printStackTrace(System.out);
-            System.out.flush();
-            System.exit(1);
-        }
+        ChildJvm.runMain(FallbackProbe::run);
     }
 
     private static void run() throws Exception {

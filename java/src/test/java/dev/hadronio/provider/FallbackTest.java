@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import org.junit.Assume;
 import org.junit.Test;
 
 /**
@@ -131,6 +132,14 @@ public class FallbackTest {
 
     @Test
     public void aNoexecTemporaryDirectoryIsNamedWithItsFix() throws Exception {
+        // A mount namespace of its own needs root and util-linux's unshare.
+        Process probe;
+        try {
+            probe = new ProcessBuilder("unshare", "--mount", "--propagation", "private", "true").redirectErrorStream(true).start();
+        } catch (java.io.IOException e) {
+            probe = null;
+        }
+        Assume.assumeTrue("unshare --mount is not available here (needs root)", probe != null && probe.waitFor() == 0);
         Path mount = Files.createTempDirectory("hadronio-noexec");
         try {
             // A private mount namespace: the tmpfs is seen by the child only, and goes with it.

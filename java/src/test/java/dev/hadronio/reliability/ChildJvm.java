@@ -302,7 +302,7 @@ public final class ChildJvm implements AutoCloseable {
     }
 
     /** The body of a child program's {@code main}. */
-    interface Body {
+    public interface Body {
         void run() throws Exception;
     }
 
@@ -310,7 +310,7 @@ public final class ChildJvm implements AutoCloseable {
      * Runs a child program: exits 0 after {@code body}, or prints {@code FAILED <exception>} and its
      * stack on stdout (where the test looks) and exits 1.
      */
-    static void runMain(Body body) {
+    public static void runMain(Body body) {
         try {
             body.run();
             System.out.flush();

@@ -503,6 +503,7 @@ public final class Options {
                 "  bench compare -f run.json          run the harness for the JDK provider and hadroNIO side by side",
                 "  bench selector [-c n]              memory per idle connection, selectNow() cost, idle CPU; both providers",
                 "  demo                               a short JDK-vs-hadroNIO comparison on loopback with a plot",
+                "  --version                          hadroNIO's and UCX's versions",
                 "  doctor                             checks this machine for hadroNIO (as java -jar hadronio-<version>.jar)",
                 "  counters <pid>                     hadroNIO's counters of a running JVM, over JMX",
                 "",
