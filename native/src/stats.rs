@@ -42,10 +42,18 @@ pub enum Counter {
     SpinsMissed,
     /// Waits that slept in the kernel.
     Sleeps,
+    /// UCX workers created (each serves a selector, a blocking channel or the virtual threads).
+    WorkersCreated,
+    /// UCX workers destroyed: created minus destroyed is how many there are.
+    WorkersDestroyed,
+    /// Lanes opened: a hub's use of a worker, new or kept as a spare.
+    LanesOpened,
+    /// Lanes closed (their worker destroyed or kept as a spare).
+    LanesClosed,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 15] = [
+    pub const ALL: [Counter; 19] = [
         Counter::Connections,
         Counter::UpgradesSharedMemory,
         Counter::UpgradesNetwork,
@@ -61,6 +69,10 @@ impl Counter {
         Counter::SpinsCaught,
         Counter::SpinsMissed,
         Counter::Sleeps,
+        Counter::WorkersCreated,
+        Counter::WorkersDestroyed,
+        Counter::LanesOpened,
+        Counter::LanesClosed,
     ];
 
     /// The attribute name (JMX).
@@ -81,6 +93,10 @@ impl Counter {
             Counter::SpinsCaught => "SpinsCaught",
             Counter::SpinsMissed => "SpinsMissed",
             Counter::Sleeps => "Sleeps",
+            Counter::WorkersCreated => "WorkersCreated",
+            Counter::WorkersDestroyed => "WorkersDestroyed",
+            Counter::LanesOpened => "LanesOpened",
+            Counter::LanesClosed => "LanesClosed",
         }
     }
 

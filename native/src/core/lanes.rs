@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use super::identity::Locality;
 use super::protocol;
 use crate::config::settings;
+use crate::stats::{self, Counter};
 use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
 
 /// Largest receive slot whose messages go through shared memory in one copy: UCX's segments are
@@ -367,6 +368,7 @@ impl Lane {
                 (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
             }
         };
+        stats::count(Counter::LanesOpened);
         let lock = worker.lock();
         for id in [protocol::AM_CREDIT, protocol::AM_PROBE] {
             let sink = sink.clone();
@@ -409,6 +411,7 @@ impl Lane {
 
 impl Drop for Lane {
     fn drop(&mut self) {
+        stats::count(Counter::LanesClosed);
         if self.reusable && self.healthy() {
             let mut spare = SPARE_WORKERS[self.kind as usize].lock();
             if spare.len() < settings().spare_workers {

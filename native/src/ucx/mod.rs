@@ -22,6 +22,8 @@ use log::{debug, warn};
 use parking_lot::{Mutex, ReentrantMutex, ReentrantMutexGuard};
 use ucx1_sys as sys;
 
+use crate::stats::{self, Counter};
+
 /// The UCX API version these bindings were generated from; the runtime must be at least this.
 pub const BUILT_MAJOR: u32 = sys::UCP_API_MAJOR;
 pub const BUILT_MINOR: u32 = sys::UCP_API_MINOR;
@@ -494,6 +496,7 @@ impl Worker {
         check("ucp_worker_create", unsafe {
             sys::ucp_worker_create(context.handle, &params, &mut handle)
         })?;
+        stats::count(Counter::WorkersCreated);
         let mut worker = Worker {
             context: context.clone(),
             handle,
@@ -736,6 +739,7 @@ impl WorkerLock<'_> {
 impl Drop for Worker {
     fn drop(&mut self) {
         debug!("destroying a UCX worker");
+        stats::count(Counter::WorkersDestroyed);
         // SAFETY: every endpoint holds an `Arc<Worker>`, so none is left; no other thread can hold
         // the lock of a worker that is being dropped.
         unsafe { sys::ucp_worker_destroy(self.handle) };

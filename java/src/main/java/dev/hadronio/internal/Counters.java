@@ -16,8 +16,8 @@ import javax.management.ObjectName;
  * hadroNIO's counters as the JMX MBean {@code dev.hadronio:type=Counters}, readable from jconsole,
  * {@code hadronio counters <pid>} or any JMX client: connections by path (upgrades to shared memory
  * and to the network, connections kept on TCP by reason), application bytes over UCX and over TCP,
- * writes that waited for credit, and how waits went (busy-polls that caught their event or ran out,
- * sleeps in the kernel). All are counts since the library loaded, read-only.
+ * writes that waited for credit, how waits went (busy-polls that caught their event or ran out,
+ * sleeps in the kernel), and UCX workers and lanes created and gone. All are counts since the library loaded, read-only.
  */
 public final class Counters implements DynamicMBean {
     /** The MBean's name. */
@@ -43,6 +43,10 @@ public final class Counters implements DynamicMBean {
         DESCRIPTIONS.put("SpinsCaught", "busy-polls that caught the event they waited for");
         DESCRIPTIONS.put("SpinsMissed", "busy-polls that ran out of time or gave way, then slept");
         DESCRIPTIONS.put("Sleeps", "waits that slept in the kernel");
+        DESCRIPTIONS.put("WorkersCreated", "UCX workers created (a selector's, a blocking channel's, the virtual threads')");
+        DESCRIPTIONS.put("WorkersDestroyed", "UCX workers destroyed (created minus destroyed: how many there are)");
+        DESCRIPTIONS.put("LanesOpened", "lanes opened: a hub's use of a worker, new or kept as a spare");
+        DESCRIPTIONS.put("LanesClosed", "lanes closed (their worker destroyed or kept as a spare)");
     }
 
     private final String[] names = Native.counterNames();

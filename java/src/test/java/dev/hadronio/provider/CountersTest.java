@@ -58,6 +58,9 @@ public class CountersTest {
             assertEquals(all, 2L * BYTES, counters.get("BytesReceivedUcx") + counters.get("BytesReceivedTcp"));
             assertTrue(all, ucx > BYTES);
             assertTrue(all, counters.get("Sleeps") + counters.get("SpinsCaught") > 0);
+            // Two blocking channels, a worker each (the listener's hub needs none).
+            assertTrue(all, counters.get("WorkersCreated") >= 2 && counters.get("LanesOpened") >= 2);
+            assertTrue(all, counters.get("WorkersCreated") >= counters.get("WorkersDestroyed"));
             child.send("exit");
             assertEquals(child.output(), 0, child.awaitExit(30));
         }
