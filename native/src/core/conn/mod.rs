@@ -44,8 +44,8 @@ use super::stream::{self, Failure, RxState, TxState};
 use crate::config::settings;
 use crate::net::poller;
 use crate::net::socket::Socket;
-use crate::stats::{self, Counter};
 use crate::rules;
+use crate::stats::{self, Counter};
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 

@@ -7,10 +7,10 @@ use parking_lot::MutexGuard;
 
 use super::{Conn, Phase, State};
 use crate::core::error::{Error, Result, Status};
-use crate::stats::{self, Counter};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::core::stream::{self, HOLD_LIMIT};
+use crate::stats::{self, Counter};
 
 use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
 
