@@ -68,6 +68,9 @@ public final class FdLimitServer {
                     } catch (IOException e) {
                         failures++;
                         lastFailure = e.toString().replace(' ', '_');
+                        if (!String.valueOf(e.getMessage()).contains("Too many open files")) {
+                            System.out.println("accept failed: " + e);
+                        }
                     }
                 } else if (key.isReadable()) {
                     SocketChannel channel = (SocketChannel) key.channel();
@@ -76,6 +79,8 @@ public final class FdLimitServer {
                     try {
                         n = channel.read(buffer);
                     } catch (IOException e) {
+                        // Worth a line: a client that is still there would see this close as a reset.
+                        System.out.println("read failed: " + e);
                         n = -1;
                     }
                     if (n < 0) {
