@@ -97,12 +97,9 @@ public final class Config {
         rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
-        String library = System.getenv("HADRONIO_UCX");
-        systemUcx = choice(UCX_LIBRARY, library == null ? "bundled" : library.toLowerCase(Locale.ROOT), "bundled", "system")
-            .equals("system");
+        systemUcx = systemUcxSetting();
         ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
-        String directory = System.getProperty(NATIVE_DIRECTORY);
-        nativeDirectory = directory == null || directory.isEmpty() ? null : directory;
+        nativeDirectory = nativeDirectorySetting();
         String shared = System.getProperty(SECRET);
         if (shared == null || shared.isEmpty()) {
             shared = System.getenv("HADRONIO_SECRET");
@@ -210,6 +207,23 @@ public final class Config {
             throw invalid(property, text, "an integer in " + min + ".." + max);
         }
         return value;
+    }
+
+    /**
+     * Whether {@code hadronio.ucx.library} (or {@code HADRONIO_UCX}) asks for the system's UCX; an
+     * invalid value is an error. Read on its own (not through {@link #get()}) where the library must
+     * be found although another setting is invalid.
+     */
+    static boolean systemUcxSetting() {
+        String library = System.getenv("HADRONIO_UCX");
+        return choice(UCX_LIBRARY, library == null ? "bundled" : library.toLowerCase(Locale.ROOT), "bundled", "system")
+            .equals("system");
+    }
+
+    /** {@code hadronio.native.directory}, or null if unset (read on its own as above). */
+    static String nativeDirectorySetting() {
+        String directory = System.getProperty(NATIVE_DIRECTORY);
+        return directory == null || directory.isEmpty() ? null : directory;
     }
 
     static String choice(String property, String fallback, String... allowed) {

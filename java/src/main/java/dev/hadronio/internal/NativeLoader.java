@@ -134,10 +134,14 @@ public final class NativeLoader {
      */
     private static void loadLibraryOnly() {
         try {
-            boolean systemUcx = "system".equalsIgnoreCase(System.getProperty(Config.UCX_LIBRARY,
-                    System.getenv().getOrDefault("HADRONIO_UCX", "bundled")));
-            String configured = System.getProperty(Config.NATIVE_DIRECTORY, "");
-            Path directory = configured.isEmpty() ? extract(systemUcx) : Paths.get(configured);
+            boolean systemUcx;
+            try {
+                systemUcx = Config.systemUcxSetting();
+            } catch (IllegalArgumentException e) {
+                systemUcx = false;
+            }
+            String configured = Config.nativeDirectorySetting();
+            Path directory = configured == null ? extract(systemUcx) : Paths.get(configured);
             loadFrom(directory, systemUcx);
         } catch (RuntimeException | LinkageError e) {
             LOG.log(Level.DEBUG, () -> "libhadronio.so for the fallback: " + e);
@@ -192,8 +196,7 @@ public final class NativeLoader {
         for (String library : order) {
             Path path = directory.resolve(library);
             if (!Files.isRegularFile(path)) {
-                String configured = System.getProperty(Config.NATIVE_DIRECTORY, "");
-                String hint = !configured.isEmpty()
+                String hint = Config.nativeDirectorySetting() != null
                     ? " (" + Config.NATIVE_DIRECTORY + " names a directory without it)"
                     : systemUcx ? "" : " (rebuild the jar, or set " + Config.UCX_LIBRARY + "=system to use an installed UCX)";
                 throw new UnsatisfiedLinkError("hadroNIO native library missing: " + path + hint);
