@@ -9,46 +9,27 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// What is counted, in the order [`read`] returns it.
+/// What is counted, in the order [`read`] returns it; [`Counter::description`] says what each is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counter {
-    /// Connections set up (connected or accepted).
     Connections,
-    /// Connections whose data moved to UCX over shared memory.
     UpgradesSharedMemory,
-    /// Connections whose data moved to UCX over the network.
     UpgradesNetwork,
-    /// Connections that stay on TCP because the peer does not speak hadroNIO.
     TcpPlainPeer,
-    /// ... because a rule or `hadronio.transport=tcp` says so.
     TcpByRule,
-    /// ... because UCX could not reach the peer, or reaches it only more slowly than TCP.
     TcpNoPath,
-    /// ... for any other reason (the peer gave up, protocol versions, ...).
     TcpOther,
-    /// Application bytes sent over UCX.
     BytesSentUcx,
-    /// Application bytes received over UCX.
     BytesReceivedUcx,
-    /// Application bytes sent over TCP.
     BytesSentTcp,
-    /// Application bytes received over TCP.
     BytesReceivedTcp,
-    /// Writes that found no credit left (the peer had not consumed enough) and had to stage.
     CreditStalls,
-    /// Busy-polls that caught the event they waited for.
     SpinsCaught,
-    /// Busy-polls that ran out of time (or gave way to other threads) and slept after all.
     SpinsMissed,
-    /// Waits that slept in the kernel.
     Sleeps,
-    /// UCX workers created (each serves a selector, a blocking channel or the virtual threads).
     WorkersCreated,
-    /// UCX workers destroyed: created minus destroyed is how many there are.
     WorkersDestroyed,
-    /// Lanes opened: a hub's use of a worker, new or kept as a spare.
     LanesOpened,
-    /// Lanes closed (their worker destroyed or kept as a spare).
     LanesClosed,
 }
 
@@ -97,6 +78,31 @@ impl Counter {
             Counter::WorkersDestroyed => "WorkersDestroyed",
             Counter::LanesOpened => "LanesOpened",
             Counter::LanesClosed => "LanesClosed",
+        }
+    }
+
+    /// What the counter counts (the JMX attribute's description).
+    pub fn description(self) -> &'static str {
+        match self {
+            Counter::Connections => "connections set up (connected or accepted)",
+            Counter::UpgradesSharedMemory => "connections whose data moved to UCX over shared memory",
+            Counter::UpgradesNetwork => "connections whose data moved to UCX over the network",
+            Counter::TcpPlainPeer => "connections kept on TCP: the peer does not speak hadroNIO",
+            Counter::TcpByRule => "connections kept on TCP by hadronio.rules or hadronio.transport=tcp",
+            Counter::TcpNoPath => "connections kept on TCP: UCX does not reach the peer, or only more slowly than TCP",
+            Counter::TcpOther => "connections kept on TCP for another reason (the log names it)",
+            Counter::BytesSentUcx => "application bytes sent over UCX",
+            Counter::BytesReceivedUcx => "application bytes received over UCX",
+            Counter::BytesSentTcp => "application bytes sent over TCP",
+            Counter::BytesReceivedTcp => "application bytes received over TCP",
+            Counter::CreditStalls => "writes that found no credit left (the peer had not consumed enough)",
+            Counter::SpinsCaught => "busy-polls that caught the event they waited for",
+            Counter::SpinsMissed => "busy-polls that ran out of time or gave way, then slept",
+            Counter::Sleeps => "waits that slept in the kernel",
+            Counter::WorkersCreated => "UCX workers created (a selector's, a blocking channel's, the virtual threads')",
+            Counter::WorkersDestroyed => "UCX workers destroyed (created minus destroyed: how many there are)",
+            Counter::LanesOpened => "lanes opened: a hub's use of a worker, new or kept as a spare",
+            Counter::LanesClosed => "lanes closed (their worker destroyed or kept as a spare)",
         }
     }
 

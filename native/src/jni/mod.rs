@@ -220,6 +220,12 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_counterNames(env: *mut JNIEn
     slow(env, std::ptr::null_mut(), |env| string_array(env, Counter::ALL.iter().map(|c| c.name())))
 }
 
+/// `static native String[] counterDescriptions()`: what each counter counts, in `counters()` order.
+#[no_mangle]
+pub extern "C" fn Java_dev_hadronio_internal_Native_counterDescriptions(env: *mut JNIEnv, _class: jclass) -> jobjectArray {
+    slow(env, std::ptr::null_mut(), |env| string_array(env, Counter::ALL.iter().map(|c| c.description())))
+}
+
 /// `static native long[] counters()`: every counter's total (see [`crate::stats`]).
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_counters(env: *mut JNIEnv, _class: jclass) -> jlongArray {

@@ -25,31 +25,8 @@ public final class Counters implements DynamicMBean {
 
     private static final Logger LOG = System.getLogger("dev.hadronio");
 
-    private static final Map<String, String> DESCRIPTIONS = new LinkedHashMap<>();
-
-    static {
-        DESCRIPTIONS.put("Connections", "connections set up (connected or accepted)");
-        DESCRIPTIONS.put("UpgradesSharedMemory", "connections whose data moved to UCX over shared memory");
-        DESCRIPTIONS.put("UpgradesNetwork", "connections whose data moved to UCX over the network");
-        DESCRIPTIONS.put("TcpPlainPeer", "connections kept on TCP: the peer does not speak hadroNIO");
-        DESCRIPTIONS.put("TcpByRule", "connections kept on TCP by hadronio.rules or hadronio.transport=tcp");
-        DESCRIPTIONS.put("TcpNoPath", "connections kept on TCP: UCX does not reach the peer, or only more slowly than TCP");
-        DESCRIPTIONS.put("TcpOther", "connections kept on TCP for another reason (the log names it)");
-        DESCRIPTIONS.put("BytesSentUcx", "application bytes sent over UCX");
-        DESCRIPTIONS.put("BytesReceivedUcx", "application bytes received over UCX");
-        DESCRIPTIONS.put("BytesSentTcp", "application bytes sent over TCP");
-        DESCRIPTIONS.put("BytesReceivedTcp", "application bytes received over TCP");
-        DESCRIPTIONS.put("CreditStalls", "writes that found no credit left (the peer had not consumed enough)");
-        DESCRIPTIONS.put("SpinsCaught", "busy-polls that caught the event they waited for");
-        DESCRIPTIONS.put("SpinsMissed", "busy-polls that ran out of time or gave way, then slept");
-        DESCRIPTIONS.put("Sleeps", "waits that slept in the kernel");
-        DESCRIPTIONS.put("WorkersCreated", "UCX workers created (a selector's, a blocking channel's, the virtual threads')");
-        DESCRIPTIONS.put("WorkersDestroyed", "UCX workers destroyed (created minus destroyed: how many there are)");
-        DESCRIPTIONS.put("LanesOpened", "lanes opened: a hub's use of a worker, new or kept as a spare");
-        DESCRIPTIONS.put("LanesClosed", "lanes closed (their worker destroyed or kept as a spare)");
-    }
-
     private final String[] names = Native.counterNames();
+    private final String[] descriptions = Native.counterDescriptions();
 
     private Counters() {
     }
@@ -127,8 +104,7 @@ public final class Counters implements DynamicMBean {
     public MBeanInfo getMBeanInfo() {
         MBeanAttributeInfo[] attributes = new MBeanAttributeInfo[names.length];
         for (int i = 0; i < names.length; i++) {
-            attributes[i] = new MBeanAttributeInfo(names[i], "long", DESCRIPTIONS.getOrDefault(names[i], names[i]),
-                    true, false, false);
+            attributes[i] = new MBeanAttributeInfo(names[i], "long", descriptions[i], true, false, false);
         }
         return new MBeanInfo(Counters.class.getName(), "hadroNIO counters (counts since the library loaded)",
                 attributes, null, null, null);

@@ -36,6 +36,9 @@ public final class Native {
     /** The names of hadroNIO's counters, in {@link #counters()} order. */
     public static native String[] counterNames();
 
+    /** What each counter counts, in {@link #counters()} order. */
+    public static native String[] counterDescriptions();
+
     /** Every counter's total since the library loaded (see {@code Counters}). */
     public static native long[] counters();
 
