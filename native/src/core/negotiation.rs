@@ -26,12 +26,25 @@ use super::auth::{self, Secret};
 use super::error::{Error, Result, Status};
 use super::protocol::{self, Addr, FrameType, Hello, Identity, Role, FRAME_HEADER_LEN, MAGIC};
 
+/// Why a connection stays on TCP, by kind (the text that goes with it says it in words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpReason {
+    /// The peer does not speak hadroNIO: no offer, no answer, or it closed first.
+    PlainPeer,
+    /// This side's rules or settings keep the connection on TCP.
+    Rule,
+    /// UCX does not reach the peer, or reaches it no better than TCP.
+    NoPath,
+    /// Anything else: protocol versions, the peer gave up, a reflected stream.
+    Other,
+}
+
 /// What a connection may do, decided before it starts (settings, rules, UCX on this side).
 #[derive(Clone, Debug)]
 pub struct Policy {
     pub role: Role,
     /// `Ok` if this side offers (client) or accepts (server) an upgrade; otherwise why not.
-    pub upgrade: std::result::Result<(), String>,
+    pub upgrade: std::result::Result<(), (TcpReason, String)>,
     pub secret: Option<Secret>,
     pub identity: Identity,
     /// Random number of this connection (also the probe token).
@@ -113,7 +126,7 @@ pub enum Action {
     Switched,
     /// The upgrade was given up (RAW is queued if our stream carried frames): the UCX half is
     /// not needed for our writes. The string says why.
-    GaveUp(String),
+    GaveUp(TcpReason, String),
 }
 
 /// Progress of the upgrade: one state for the whole negotiation.
@@ -240,7 +253,7 @@ pub struct Negotiation {
 impl Negotiation {
     pub fn new(policy: Policy) -> Negotiation {
         let (stage, rx, path) = match (&policy.upgrade, policy.role) {
-            (Err(why), _) => (Stage::Plain, Rx::Raw(Watch::Nothing), format!("tcp ({why})")),
+            (Err((_, why)), _) => (Stage::Plain, Rx::Raw(Watch::Nothing), format!("tcp ({why})")),
             (Ok(()), Role::Client) => (Stage::Connecting, Rx::Raw(Watch::Nothing), String::from("tcp (not upgraded yet)")),
             (Ok(()), Role::Server) => (Stage::Listening, Rx::Raw(Watch::Offer), String::from("tcp (not upgraded yet)")),
         };
@@ -373,6 +386,11 @@ impl Negotiation {
         &self.path
     }
 
+    /// Why this side's policy keeps the connection on TCP from the start, if it does.
+    pub fn declined_by_policy(&self) -> Option<TcpReason> {
+        self.policy.upgrade.as_ref().err().map(|(reason, _)| *reason)
+    }
+
     pub fn upgraded(&self) -> bool {
         matches!(self.stage, Stage::Upgraded)
     }
@@ -478,7 +496,7 @@ impl Negotiation {
         self.raw_read += n as u64;
         if matches!(self.stage, Stage::Listening) {
             // The client's first byte is not an offer: a plain client.
-            self.decide_plain("the peer does not speak hadroNIO");
+            self.decide_plain(TcpReason::PlainPeer, "the peer does not speak hadroNIO");
         }
     }
 
@@ -695,7 +713,7 @@ impl Negotiation {
                 self.peer.raw = true;
                 self.rx = Rx::Raw(Watch::Nothing);
                 // A peer that gave up will not create an endpoint to us: give up too.
-                self.give_up("the peer gave up the upgrade");
+                self.give_up(TcpReason::Other, "the peer gave up the upgrade");
                 Ok(())
             }
             FrameType::Fin => {
@@ -736,7 +754,7 @@ impl Negotiation {
             // Our own stream came back to us (an echo that passes urgent data on): it carries
             // the application's bytes as they were written, so it stays plain TCP.
             self.peer.reflected = true;
-            self.give_up("the peer's stream is this side's own, reflected");
+            self.give_up(TcpReason::Other, "the peer's stream is this side's own, reflected");
             return Ok(());
         }
         let peer_secret = hello.capabilities & protocol::CAP_AUTH != 0;
@@ -756,17 +774,18 @@ impl Negotiation {
             _ => {}
         }
         if !hello.shares_version() {
-            self.give_up(&format!(
+            let why = format!(
                 "the peer speaks hadroNIO protocol versions {}..={}, this side {}..={}",
                 hello.min_version,
                 hello.version,
                 protocol::MIN_VERSION,
                 protocol::VERSION
-            ));
+            );
+            self.give_up(TcpReason::Other, &why);
             return Ok(());
         }
         if hello.capabilities & protocol::CAP_UCX == 0 {
-            self.give_up("UCX is unavailable on the peer's side");
+            self.give_up(TcpReason::NoPath, "UCX is unavailable on the peer's side");
             return Ok(());
         }
         if let Some(greeting) = self.greeting() {
@@ -856,7 +875,7 @@ impl Negotiation {
                 greeting.link = Link::Ready(Some(addr));
                 self.advance();
             }
-            Err(why) => self.give_up(&why),
+            Err(why) => self.give_up(TcpReason::NoPath, &why),
         }
     }
 
@@ -876,14 +895,14 @@ impl Negotiation {
                 greeting.endpoint = Endpoint::Probing { deadline };
                 self.actions.push_back(Action::Probe(nonce));
             }
-            Err(why) => self.give_up(&format!("UCX endpoint could not be created: {why}")),
+            Err(why) => self.give_up(TcpReason::NoPath, &format!("UCX endpoint could not be created: {why}")),
         }
     }
 
     /// The connection decided against the upgrade it was setting up (the UCX path is no better
     /// than TCP, say): RAW goes out, the string says why.
     pub fn decline(&mut self, why: &str) {
-        self.give_up(why);
+        self.give_up(TcpReason::NoPath, why);
     }
 
     /// The pong of our probe came back over UCX: the path works both ways.
@@ -921,11 +940,12 @@ impl Negotiation {
                 *waited = true;
                 let why = format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait));
                 self.path = format!("tcp ({why})");
-                self.actions.push_back(Action::GaveUp(why));
+                self.actions.push_back(Action::GaveUp(TcpReason::PlainPeer, why));
             }
             Stage::Greeting(greeting) => {
                 if matches!(greeting.endpoint, Endpoint::Probing { deadline } if now >= deadline) {
-                    self.give_up(&format!("the UCX path did not carry a probe round trip within {} ms", millis(probe_wait)));
+                    let why = format!("the UCX path did not carry a probe round trip within {} ms", millis(probe_wait));
+                    self.give_up(TcpReason::NoPath, &why);
                 }
             }
             _ => {}
@@ -963,22 +983,22 @@ impl Negotiation {
     pub fn on_eof(&mut self) {
         self.peer.eof = true;
         match self.stage {
-            Stage::Listening => self.decide_plain("the peer closed before speaking"),
-            Stage::Offered { .. } => self.decide_plain("the peer closed without answering the offer"),
+            Stage::Listening => self.decide_plain(TcpReason::PlainPeer, "the peer closed before speaking"),
+            Stage::Offered { .. } => self.decide_plain(TcpReason::PlainPeer, "the peer closed without answering the offer"),
             _ => {}
         }
     }
 
     /// Before any mark: the connection stays plain TCP (both streams raw), for `why`.
-    fn decide_plain(&mut self, why: &str) {
+    fn decide_plain(&mut self, reason: TcpReason, why: &str) {
         self.stage = Stage::Plain;
         self.rx = Rx::Raw(Watch::Nothing);
         self.path = format!("tcp ({why})");
-        self.actions.push_back(Action::GaveUp(why.to_string()));
+        self.actions.push_back(Action::GaveUp(reason, why.to_string()));
     }
 
     /// Gives the upgrade up for our writes: RAW if our stream carries frames.
-    fn give_up(&mut self, why: &str) {
+    fn give_up(&mut self, reason: TcpReason, why: &str) {
         match self.stage {
             Stage::Upgraded | Stage::Plain | Stage::Failed(_) => return,
             _ => {}
@@ -989,6 +1009,6 @@ impl Negotiation {
         }
         self.stage = Stage::Plain;
         self.path = format!("tcp ({why})");
-        self.actions.push_back(Action::GaveUp(why.to_string()));
+        self.actions.push_back(Action::GaveUp(reason, why.to_string()));
     }
 }

@@ -28,6 +28,7 @@ use hadronio::core::credits::TxCredits;
 use hadronio::core::error::Status;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
+use hadronio::core::negotiation::TcpReason;
 use hadronio::core::protocol::{self, Addr, Hello, FRAME_HEADER_LEN, MAGIC};
 
 /// The targets, by the names of their corpus directories and fuzz target files.
@@ -747,10 +748,10 @@ pub fn negotiation(data: &[u8]) {
             let mut client = policy(Role::Client, client_secret, 11);
             let mut server = policy(Role::Server, server_secret, 22);
             if config & 64 != 0 {
-                client.upgrade = Err(String::from("off"));
+                client.upgrade = Err((TcpReason::Rule, String::from("off")));
             }
             if config & 128 != 0 {
-                server.upgrade = Err(String::from("off"));
+                server.upgrade = Err((TcpReason::Rule, String::from("off")));
             }
             let both = client.upgrade.is_ok() && server.upgrade.is_ok();
             let (client, server) = run_pair(seed, client, server, (client_len, server_len), config & 32 != 0);

@@ -37,7 +37,7 @@ use super::hub::{background, Hub};
 use super::identity;
 use super::protocol::Identity;
 use super::link::Link;
-use super::negotiation::{Action, Negotiation, Policy};
+use super::negotiation::{Action, Negotiation, Policy, TcpReason};
 use super::protocol::{self, Role};
 use super::selector::{Key, OP_CONNECT, OP_READ, OP_WRITE};
 use super::stream::{self, Failure, RxState, TxState};
@@ -156,15 +156,17 @@ fn nonce() -> u64 {
 fn policy(role: Role, peer: SocketAddr, service_port: u16) -> Policy {
     let s = settings();
     let upgrade = if !s.ucx {
-        Err(String::from("UCX disabled by hadronio.transport=tcp"))
+        Err((TcpReason::Rule, String::from("UCX disabled by hadronio.transport=tcp")))
     } else {
         let rule_role = if role == Role::Client { rules::Role::Connect } else { rules::Role::Accept };
         let (allowed, rule) = s.rules.decide(rule_role, peer.ip(), service_port);
         if !allowed {
             let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
-            Err(format!("{whose} '{rule}'"))
+            Err((TcpReason::Rule, format!("{whose} '{rule}'")))
         } else {
-            super::lanes::context(super::lanes::Kind::Full).map(|_| ()).map_err(|e| format!("UCX unavailable: {e}"))
+            super::lanes::context(super::lanes::Kind::Full)
+                .map(|_| ())
+                .map_err(|e| (TcpReason::NoPath, format!("UCX unavailable: {e}")))
         }
     };
     let secret = s.secret.clone();
@@ -251,10 +253,18 @@ impl Conn {
     /// Counts a new connection, and where the policy keeps it on TCP from the start, why.
     fn count_new(state: &State) {
         stats::count(Counter::Connections);
-        if let Some(neg) = &state.neg {
-            if !neg.pending() && !neg.upgraded() {
-                stats::count(Counter::for_tcp_reason(neg.path()));
-            }
+        if let Some(reason) = state.neg.as_ref().and_then(Negotiation::declined_by_policy) {
+            stats::count(Self::tcp_counter(reason));
+        }
+    }
+
+    /// The counter of connections kept on TCP for `reason`.
+    fn tcp_counter(reason: TcpReason) -> Counter {
+        match reason {
+            TcpReason::PlainPeer => Counter::TcpPlainPeer,
+            TcpReason::Rule => Counter::TcpByRule,
+            TcpReason::NoPath => Counter::TcpNoPath,
+            TcpReason::Other => Counter::TcpOther,
         }
     }
 
@@ -595,8 +605,8 @@ impl Conn {
                 info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.remote));
                 self.watch_liveness(state);
             }
-            Action::GaveUp(why) => {
-                stats::count(Counter::for_tcp_reason(&why));
+            Action::GaveUp(reason, why) => {
+                stats::count(Self::tcp_counter(reason));
                 info!("connection {} {}: stays on TCP: {why}", self.serial, Self::peer_label(state.role, state.remote));
             }
         }

@@ -456,7 +456,7 @@ impl Side {
                         ucx.borrow_mut().to[1 - self.idx].push_back(Msg::Ping(token));
                     }
                 }
-                Action::Switched | Action::GaveUp(_) => {}
+                Action::Switched | Action::GaveUp(..) => {}
             }
         }
         // UCX messages other than data.
