@@ -2,10 +2,14 @@
 //! and the whole data path when a connection is not upgraded.
 
 use std::io;
-use std::mem::{size_of, zeroed};
+use std::io::IoSlice;
+use std::mem::{size_of, MaybeUninit};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::raw::{c_int, c_void};
+use std::time::Duration;
+
+use socket2::{Domain, SockAddr, TcpKeepalive, Type};
 
 /// `SIOCATMARK` (linux/sockios.h), which the libc crate does not declare.
 const SIOCATMARK: libc::Ioctl = 0x8905;
@@ -18,116 +22,72 @@ fn cvt(result: c_int) -> io::Result<c_int> {
     }
 }
 
-fn cvt_size(result: isize) -> io::Result<usize> {
-    if result < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(result as usize)
+/// `addr` for a socket of the given family: IPv4 addresses become IPv4-mapped IPv6 addresses on
+/// dual-stack sockets.
+fn to_sockaddr(addr: &SocketAddr, ipv6: bool) -> SockAddr {
+    match (addr, ipv6) {
+        (SocketAddr::V4(v4), true) => SocketAddr::V6(SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0)).into(),
+        _ => (*addr).into(),
     }
 }
 
-/// Encodes `addr` for a socket of the given family; IPv4 addresses become IPv4-mapped IPv6
-/// addresses on dual-stack sockets.
-fn to_sockaddr(addr: &SocketAddr, ipv6: bool) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
-    let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
-    let addr = match (addr, ipv6) {
-        (SocketAddr::V4(v4), true) => {
-            SocketAddr::V6(SocketAddrV6::new(v4.ip().to_ipv6_mapped(), v4.port(), 0, 0))
-        }
-        _ => *addr,
-    };
-    match addr {
-        SocketAddr::V4(v4) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: v4.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(v4.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: `sockaddr_storage` is larger than and suitably aligned for `sockaddr_in`.
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
-            (storage, size_of::<libc::sockaddr_in>() as libc::socklen_t)
-        }
-        SocketAddr::V6(v6) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: v6.port().to_be(),
-                sin6_flowinfo: v6.flowinfo(),
-                sin6_addr: libc::in6_addr { s6_addr: v6.ip().octets() },
-                sin6_scope_id: v6.scope_id(),
-            };
-            // SAFETY: `sockaddr_storage` is larger than and suitably aligned for `sockaddr_in6`.
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            (storage, size_of::<libc::sockaddr_in6>() as libc::socklen_t)
-        }
+/// A kernel socket address; IPv4-mapped IPv6 addresses are reported as IPv4, as the JDK does.
+fn from_sockaddr(addr: &SockAddr) -> io::Result<SocketAddr> {
+    match addr.as_socket() {
+        Some(SocketAddr::V6(v6)) => Ok(match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::V4(SocketAddrV4::new(v4, v6.port())),
+            None => SocketAddr::V6(v6),
+        }),
+        Some(v4) => Ok(v4),
+        None => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected address family {}", addr.family()))),
     }
 }
 
-/// Decodes a kernel socket address; IPv4-mapped IPv6 addresses are reported as IPv4, as the JDK
-/// does.
-fn from_sockaddr(storage: &libc::sockaddr_storage) -> io::Result<SocketAddr> {
-    match storage.ss_family as c_int {
-        libc::AF_INET => {
-            // SAFETY: the family says the storage holds a `sockaddr_in`.
-            let sin = unsafe { &*(storage as *const _ as *const libc::sockaddr_in) };
-            let ip = Ipv4Addr::from(sin.sin_addr.s_addr.to_ne_bytes());
-            Ok(SocketAddr::V4(SocketAddrV4::new(ip, u16::from_be(sin.sin_port))))
+/// `buf` as the possibly uninitialised memory a receive writes into.
+fn uninit(buf: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and receives only write initialised bytes
+    // into it, so `buf` stays initialised.
+    unsafe { &mut *(buf as *mut [u8] as *mut [MaybeUninit<u8>]) }
+}
+
+/// Retries `call` while it is interrupted by a signal.
+fn retry<T>(mut call: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match call() {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
         }
-        libc::AF_INET6 => {
-            // SAFETY: the family says the storage holds a `sockaddr_in6`.
-            let sin6 = unsafe { &*(storage as *const _ as *const libc::sockaddr_in6) };
-            let ip = Ipv6Addr::from(sin6.sin6_addr.s6_addr);
-            let port = u16::from_be(sin6.sin6_port);
-            match ip.to_ipv4_mapped() {
-                Some(v4) => Ok(SocketAddr::V4(SocketAddrV4::new(v4, port))),
-                None => Ok(SocketAddr::V6(SocketAddrV6::new(ip, port, sin6.sin6_flowinfo, sin6.sin6_scope_id))),
-            }
-        }
-        family => Err(io::Error::new(io::ErrorKind::InvalidData, format!("unexpected address family {family}"))),
     }
 }
 
 /// Whether this host can create IPv6 sockets (then every socket is a dual-stack IPv6 socket, as
 /// with the JDK).
 pub fn ipv6_available() -> bool {
-    // SAFETY: plain socket creation; the descriptor is closed right away.
-    let fd = unsafe { libc::socket(libc::AF_INET6, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return false;
-    }
-    // SAFETY: `fd` was just created and is owned here.
-    unsafe { libc::close(fd) };
-    true
+    socket2::Socket::new(Domain::IPV6, Type::STREAM.cloexec(), None).is_ok()
 }
 
 /// A non-blocking TCP socket.
 #[derive(Debug)]
 pub struct Socket {
-    fd: OwnedFd,
+    inner: socket2::Socket,
     ipv6: bool,
 }
 
 impl AsRawFd for Socket {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.inner.as_raw_fd()
     }
 }
 
 impl Socket {
     /// A new stream socket, dual-stack IPv6 if `ipv6`, else IPv4.
     pub fn new(ipv6: bool) -> io::Result<Socket> {
-        let family = if ipv6 { libc::AF_INET6 } else { libc::AF_INET };
-        // SAFETY: plain socket creation.
-        let fd = cvt(unsafe {
-            libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
-        })?;
-        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-        let socket = Socket { fd: unsafe { OwnedFd::from_raw_fd(fd) }, ipv6 };
+        let domain = if ipv6 { Domain::IPV6 } else { Domain::IPV4 };
+        let inner = socket2::Socket::new(domain, Type::STREAM.nonblocking().cloexec(), None)?;
         if ipv6 {
-            socket.set_int(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0)?;
+            inner.set_only_v6(false)?;
         }
-        Ok(socket)
+        Ok(Socket { inner, ipv6 })
     }
 
     pub fn is_ipv6(&self) -> bool {
@@ -140,97 +100,50 @@ impl Socket {
     }
 
     pub fn bind(&self, addr: &SocketAddr) -> io::Result<()> {
-        let (storage, len) = to_sockaddr(addr, self.ipv6);
-        // SAFETY: `storage` holds a valid address of `len` bytes.
-        cvt(unsafe { libc::bind(self.as_raw_fd(), &storage as *const _ as *const libc::sockaddr, len) })?;
-        Ok(())
+        self.inner.bind(&to_sockaddr(addr, self.ipv6))
     }
 
     pub fn listen(&self, backlog: i32) -> io::Result<()> {
-        // SAFETY: plain syscall on an owned descriptor.
-        cvt(unsafe { libc::listen(self.as_raw_fd(), backlog) })?;
-        Ok(())
+        self.inner.listen(backlog)
     }
 
     /// Starts connecting: `Ok(true)` if connected at once, `Ok(false)` if in progress.
     pub fn connect(&self, addr: &SocketAddr) -> io::Result<bool> {
-        let (storage, len) = to_sockaddr(addr, self.ipv6);
-        // SAFETY: `storage` holds a valid address of `len` bytes.
-        let result = unsafe { libc::connect(self.as_raw_fd(), &storage as *const _ as *const libc::sockaddr, len) };
-        if result == 0 {
-            return Ok(true);
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EINPROGRESS) | Some(libc::EINTR) => Ok(false),
-            _ => Err(error),
+        match self.inner.connect(&to_sockaddr(addr, self.ipv6)) {
+            Ok(()) => Ok(true),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINPROGRESS) | Some(libc::EINTR)) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
     /// The pending error of the socket (`SO_ERROR`), e.g. the outcome of a connect.
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
-        let code = self.get_int(libc::SOL_SOCKET, libc::SO_ERROR)?;
-        Ok(if code == 0 { None } else { Some(io::Error::from_raw_os_error(code)) })
+        self.inner.take_error()
     }
 
     /// Accepts one pending connection, `Ok(None)` if there is none.
     pub fn accept(&self) -> io::Result<Option<(Socket, SocketAddr)>> {
-        // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
-        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
-        let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: `storage` and `len` describe a writable buffer large enough for any address.
-        let fd = unsafe {
-            libc::accept4(
-                self.as_raw_fd(),
-                &mut storage as *mut _ as *mut libc::sockaddr,
-                &mut len,
-                libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            let error = io::Error::last_os_error();
-            return match error.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::EINTR) => Ok(None),
-                // The peer gave up before we accepted: try the next one later.
-                Some(libc::ECONNABORTED) => Ok(None),
-                _ => Err(error),
-            };
+        match self.inner.accept4(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
+            Ok((inner, addr)) => Ok(Some((Socket { inner, ipv6: self.ipv6 }, from_sockaddr(&addr)?))),
+            // Nothing pending, or the peer gave up before we accepted: try the next one later.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ECONNABORTED)) => Ok(None),
+            Err(e) => Err(e),
         }
-        // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-        let socket = Socket { fd: unsafe { OwnedFd::from_raw_fd(fd) }, ipv6: self.ipv6 };
-        Ok(Some((socket, from_sockaddr(&storage)?)))
     }
 
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
-        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
-        let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: `storage` and `len` describe a writable buffer.
-        cvt(unsafe { libc::getsockname(self.as_raw_fd(), &mut storage as *mut _ as *mut libc::sockaddr, &mut len) })?;
-        from_sockaddr(&storage)
+        from_sockaddr(&self.inner.local_addr()?)
     }
 
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
-        let mut storage: libc::sockaddr_storage = unsafe { zeroed() };
-        let mut len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-        // SAFETY: `storage` and `len` describe a writable buffer.
-        cvt(unsafe { libc::getpeername(self.as_raw_fd(), &mut storage as *mut _ as *mut libc::sockaddr, &mut len) })?;
-        from_sockaddr(&storage)
+        from_sockaddr(&self.inner.peer_addr()?)
     }
 
     /// Receives into `buf`. `Ok(0)` means end of stream (for a non-empty `buf`); `WouldBlock` if
     /// nothing is available.
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> io::Result<usize> {
         let flags = if peek { libc::MSG_PEEK } else { 0 };
-        loop {
-            // SAFETY: `buf` is a valid writable region of `buf.len()` bytes.
-            let result = unsafe { libc::recv(self.as_raw_fd(), buf.as_mut_ptr() as *mut c_void, buf.len(), flags) };
-            match cvt_size(result) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
+        retry(|| self.inner.recv_with_flags(uninit(buf), flags))
     }
 
     /// The unread urgent byte (`recv` with `MSG_OOB`): `Ok(None)` if there is none (never
@@ -238,17 +151,12 @@ impl Socket {
     /// mark is known but the byte has not arrived yet, `NotConnected` once the connection was
     /// reset (ordinary reads still get the bytes that came before).
     pub fn recv_urgent(&self) -> io::Result<Option<u8>> {
-        let mut byte = 0u8;
-        loop {
-            // SAFETY: reads at most one byte into a local.
-            let result = unsafe { libc::recv(self.as_raw_fd(), &mut byte as *mut u8 as *mut c_void, 1, libc::MSG_OOB) };
-            match cvt_size(result) {
-                Ok(1) => return Ok(Some(byte)),
-                Ok(_) => return Ok(None),
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
+        let mut byte = [0u8; 1];
+        match retry(|| self.inner.recv_out_of_band(uninit(&mut byte))) {
+            Ok(1) => Ok(Some(byte[0])),
+            Ok(_) => Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -270,40 +178,22 @@ impl Socket {
 
     /// Sends one byte of urgent data; `Ok(false)` if the socket cannot take it now.
     pub fn send_urgent(&self, byte: u8) -> io::Result<bool> {
-        loop {
-            // SAFETY: sends one byte from a local.
-            let result = unsafe {
-                libc::send(self.as_raw_fd(), &byte as *const u8 as *const c_void, 1, libc::MSG_OOB | libc::MSG_NOSIGNAL)
-            };
-            match cvt_size(result) {
-                Ok(n) => return Ok(n == 1),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
+        match retry(|| self.inner.send_with_flags(&[byte], libc::MSG_OOB | libc::MSG_NOSIGNAL)) {
+            Ok(n) => Ok(n == 1),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
-    /// Sends the given buffers in order (one `sendmsg`); returns how many bytes the kernel took.
+    /// Sends the given buffers in order (one `sendmsg`, at most 4 of them); returns how many bytes
+    /// the kernel took.
     pub fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize> {
-        let mut iov: [libc::iovec; 4] = [libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 }; 4];
-        let count = parts.len().min(iov.len());
-        for (slot, part) in iov.iter_mut().zip(parts.iter()) {
-            slot.iov_base = part.as_ptr() as *mut c_void;
-            slot.iov_len = part.len();
+        let mut slices = [IoSlice::new(&[]); 4];
+        let count = parts.len().min(slices.len());
+        for (slot, part) in slices.iter_mut().zip(parts.iter()) {
+            *slot = IoSlice::new(part);
         }
-        // SAFETY: all-zero bytes are a valid `msghdr`.
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_iov = iov.as_mut_ptr();
-        msg.msg_iovlen = count as _;
-        loop {
-            // SAFETY: `msg` points to `count` valid iovecs describing readable memory.
-            let result = unsafe { libc::sendmsg(self.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
-            match cvt_size(result) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                other => return other,
-            }
-        }
+        retry(|| self.inner.send_vectored_with_flags(&slices[..count], libc::MSG_NOSIGNAL))
     }
 
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
@@ -311,14 +201,7 @@ impl Socket {
     }
 
     pub fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
-        let how = match how {
-            std::net::Shutdown::Read => libc::SHUT_RD,
-            std::net::Shutdown::Write => libc::SHUT_WR,
-            std::net::Shutdown::Both => libc::SHUT_RDWR,
-        };
-        // SAFETY: plain syscall on an owned descriptor.
-        cvt(unsafe { libc::shutdown(self.as_raw_fd(), how) })?;
-        Ok(())
+        self.inner.shutdown(how)
     }
 
     pub fn set_int(&self, level: c_int, name: c_int, value: c_int) -> io::Result<()> {
@@ -347,34 +230,11 @@ impl Socket {
 
     /// `SO_LINGER`: `None` disables lingering, `Some(seconds)` enables it.
     pub fn set_linger(&self, seconds: Option<i32>) -> io::Result<()> {
-        let linger = libc::linger { l_onoff: seconds.is_some() as c_int, l_linger: seconds.unwrap_or(0) };
-        // SAFETY: `linger` is valid for the duration of the call.
-        cvt(unsafe {
-            libc::setsockopt(
-                self.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                &linger as *const libc::linger as *const c_void,
-                size_of::<libc::linger>() as libc::socklen_t,
-            )
-        })?;
-        Ok(())
+        self.inner.set_linger(seconds.map(|s| Duration::from_secs(s.max(0) as u64)))
     }
 
     pub fn linger(&self) -> io::Result<Option<i32>> {
-        let mut linger = libc::linger { l_onoff: 0, l_linger: 0 };
-        let mut len = size_of::<libc::linger>() as libc::socklen_t;
-        // SAFETY: `linger`/`len` describe a writable `linger`.
-        cvt(unsafe {
-            libc::getsockopt(
-                self.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_LINGER,
-                &mut linger as *mut libc::linger as *mut c_void,
-                &mut len,
-            )
-        })?;
-        Ok(if linger.l_onoff != 0 { Some(linger.l_linger) } else { None })
+        Ok(self.inner.linger()?.map(|d| d.as_secs().min(i32::MAX as u64) as i32))
     }
 
     /// Makes the kernel fail the connection with `ETIMEDOUT` once the peer's kernel has not been
@@ -387,11 +247,13 @@ impl Socket {
             return Ok(());
         }
         let timers = LivenessTimers::for_timeout(millis);
-        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, timers.idle_s)?;
-        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, timers.interval_s)?;
-        self.set_int(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, timers.count)?;
-        self.set_int(libc::IPPROTO_TCP, libc::TCP_USER_TIMEOUT, timers.user_timeout_ms)?;
-        self.set_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1)
+        let keepalive = TcpKeepalive::new()
+            .with_time(Duration::from_secs(timers.idle_s as u64))
+            .with_interval(Duration::from_secs(timers.interval_s as u64))
+            .with_retries(timers.count as u32);
+        self.inner.set_tcp_keepalive(&keepalive)?;
+        self.inner.set_tcp_user_timeout(Some(Duration::from_millis(timers.user_timeout_ms as u64)))?;
+        self.inner.set_keepalive(true)
     }
 
     /// Bytes received and not yet read (`FIONREAD`).
@@ -504,12 +366,12 @@ mod tests {
     #[test]
     fn mapped_addresses_round_trip_as_ipv4() {
         let addr: SocketAddr = "127.0.0.1:4242".parse().unwrap();
-        let (storage, _) = to_sockaddr(&addr, true);
-        assert_eq!(storage.ss_family as c_int, libc::AF_INET6);
-        assert_eq!(from_sockaddr(&storage).unwrap(), addr);
-        let (storage, _) = to_sockaddr(&addr, false);
-        assert_eq!(storage.ss_family as c_int, libc::AF_INET);
-        assert_eq!(from_sockaddr(&storage).unwrap(), addr);
+        let mapped = to_sockaddr(&addr, true);
+        assert_eq!(mapped.family() as c_int, libc::AF_INET6);
+        assert_eq!(from_sockaddr(&mapped).unwrap(), addr);
+        let plain = to_sockaddr(&addr, false);
+        assert_eq!(plain.family() as c_int, libc::AF_INET);
+        assert_eq!(from_sockaddr(&plain).unwrap(), addr);
     }
 
     #[test]
