@@ -1,5 +1,7 @@
 package dev.hadronio.examples.apps;
 
+import dev.hadronio.examples.report.LatencyStats;
+
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -81,7 +83,7 @@ final class Apps {
         while (System.nanoTime() < end) {
             client.call();
         }
-        Histogram histogram = new Histogram(3_600_000_000_000L, 3);
+        Histogram histogram = LatencyStats.newHistogram();
         out.println("PHASE latency start");
         long start = System.nanoTime();
         end = start + nanos(seconds);

@@ -2,6 +2,7 @@ package dev.hadronio.examples.bench;
 
 import dev.hadronio.examples.bench.RunDescription.Iteration;
 import dev.hadronio.examples.transport.MessageTransport;
+import org.HdrHistogram.Histogram;
 
 import java.io.IOException;
 
@@ -43,12 +44,12 @@ interface BenchOperation {
     }
 
     /** Round trips in chunks, publishing progress after each chunk. */
-    static void pingCounted(BenchSession s, MessageTransport t, int count, int size, long[] rtts)
+    static void pingCounted(BenchSession s, MessageTransport t, int count, int size, Histogram rtts)
             throws IOException {
         int done = 0;
         while (done < count) {
             int n = Math.min(CHUNK / 4, count - done);
-            t.ping(n, size, rtts, done);
+            t.ping(n, size, rtts);
             done += n;
             s.progress.addAndGet(n);
         }

@@ -1,44 +1,47 @@
 package dev.hadronio.examples.report;
 
-import java.util.Arrays;
+import org.HdrHistogram.Histogram;
 
 /**
- * Statistics of recorded round trips (nanoseconds in, seconds out). Sorts the array it is given; the percentile
- * of rank p is the smallest value with at least p of all values at or below it.
+ * Statistics of recorded round trips (nanoseconds in, seconds out), read from an HdrHistogram: memory stays bounded
+ * however many round trips are recorded, and the histograms of several connections merge into one. Values carry
+ * three significant digits (at most 0.1 % off); the percentile of rank p is the value at or below which at least p of
+ * all round trips fall.
  */
 public final class LatencyStats {
 
-    private final long[] sorted;
-    private final double average;
+    /** The longest round trip a histogram records: one hour. */
+    public static final long HIGHEST_NANOS = 3_600_000_000_000L;
 
-    /** Takes ownership of {@code nanos} (sorts it in place). */
-    public LatencyStats(long[] nanos) {
-        if (nanos.length == 0) {
+    private final Histogram histogram;
+
+    /** Reads {@code histogram} (no copy: record nothing more into it while this is in use). */
+    public LatencyStats(Histogram histogram) {
+        if (histogram.getTotalCount() == 0) {
             throw new IllegalArgumentException("no latencies recorded");
         }
-        Arrays.sort(nanos);
-        sorted = nanos;
-        double sum = 0;
-        for (long n : nanos) {
-            sum += n;
-        }
-        average = sum / nanos.length;
+        this.histogram = histogram;
     }
 
-    public int count() {
-        return sorted.length;
+    /** An empty histogram for round trips in nanoseconds, 1 ns to an hour, three significant digits. */
+    public static Histogram newHistogram() {
+        return new Histogram(HIGHEST_NANOS, 3);
+    }
+
+    public long count() {
+        return histogram.getTotalCount();
     }
 
     public double averageSeconds() {
-        return average / 1e9;
+        return histogram.getMean() / 1e9;
     }
 
     public double minSeconds() {
-        return sorted[0] / 1e9;
+        return histogram.getMinValue() / 1e9;
     }
 
     public double maxSeconds() {
-        return sorted[sorted.length - 1] / 1e9;
+        return histogram.getMaxValue() / 1e9;
     }
 
     /** {@code rank} in (0, 1], e.g. 0.999 for the 99.9th percentile. */
@@ -46,7 +49,6 @@ public final class LatencyStats {
         if (!(rank > 0 && rank <= 1)) {
             throw new IllegalArgumentException("percentile rank must be in (0, 1], got " + rank);
         }
-        int index = (int) Math.ceil(rank * sorted.length) - 1;
-        return sorted[Math.max(0, index)] / 1e9;
+        return histogram.getValueAtPercentile(rank * 100) / 1e9;
     }
 }

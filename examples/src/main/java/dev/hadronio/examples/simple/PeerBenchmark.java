@@ -10,6 +10,7 @@ import dev.hadronio.examples.transport.MessageTransport;
 import dev.hadronio.examples.transport.TransportFactory;
 import dev.hadronio.examples.transport.TransportListener;
 import dev.hadronio.examples.util.Parallel;
+import org.HdrHistogram.Histogram;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -148,18 +149,16 @@ public final class PeerBenchmark {
     private void runLatency(List<MessageTransport> connections, Setup s) throws IOException {
         boolean client = !options.isServer();
         int warm = warmUp(s.messages);
-        long recorded = (long) s.messages * connections.size();
-        if (client && recorded > Integer.MAX_VALUE - 8) {
-            throw new IOException("cannot record " + recorded + " round trips in memory; use fewer messages or "
-                    + "connections");
+        List<Histogram> recorded = new ArrayList<>();
+        for (int i = 0; i < connections.size(); i++) {
+            recorded.add(client ? LatencyStats.newHistogram() : null);
         }
-        long[] all = new long[client ? (int) recorded : 0];
         Parallel.run("connection", connections.size(), i -> {
             MessageTransport t = connections.get(i);
             handshake(t, ByteBuffer.allocate(1), client);
             if (client) {
-                t.ping(warm, s.length, null, 0);
-                t.ping(s.messages, s.length, all, i * s.messages);
+                t.ping(warm, s.length, null);
+                t.ping(s.messages, s.length, recorded.get(i));
             } else {
                 t.pong(warm + s.messages, s.length);
             }
@@ -170,10 +169,10 @@ public final class PeerBenchmark {
         }
         TextTable table = new TextTable("connection", "round trips", "size", "average", "min", "50%", "95%", "99%",
                 "99.9%", "99.99%", "max");
+        Histogram all = LatencyStats.newHistogram();
         for (int i = 0; i < connections.size(); i++) {
-            long[] one = new long[s.messages];
-            System.arraycopy(all, i * s.messages, one, 0, s.messages);
-            addLatencyRow(table, Integer.toString(i), new LatencyStats(one), s.length);
+            addLatencyRow(table, Integer.toString(i), new LatencyStats(recorded.get(i)), s.length);
+            all.add(recorded.get(i));
         }
         if (connections.size() > 1) {
             addLatencyRow(table, "all", new LatencyStats(all), s.length);
@@ -184,7 +183,7 @@ public final class PeerBenchmark {
     }
 
     private static void addLatencyRow(TextTable table, String name, LatencyStats st, int size) {
-        table.row(name, Integer.toString(st.count()), Units.bytes(size), Units.seconds(st.averageSeconds()),
+        table.row(name, Long.toString(st.count()), Units.bytes(size), Units.seconds(st.averageSeconds()),
                 Units.seconds(st.minSeconds()), Units.seconds(st.percentileSeconds(0.5)),
                 Units.seconds(st.percentileSeconds(0.95)), Units.seconds(st.percentileSeconds(0.99)),
                 Units.seconds(st.percentileSeconds(0.999)), Units.seconds(st.percentileSeconds(0.9999)),

@@ -1,5 +1,7 @@
 package dev.hadronio.examples.transport;
 
+import org.HdrHistogram.Histogram;
+
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.StandardSocketOptions;
@@ -67,7 +69,7 @@ abstract class ChannelTransport implements MessageTransport {
     }
 
     @Override
-    public void ping(int count, int size, long[] rttNanos, int offset) throws IOException {
+    public void ping(int count, int size, Histogram rttNanos) throws IOException {
         ByteBuffer out = sendBuffer(size);
         ByteBuffer in = receiveBuffer(size);
         for (int i = 0; i < count; i++) {
@@ -77,7 +79,7 @@ abstract class ChannelTransport implements MessageTransport {
             in.limit(size).position(0);
             readFully(in);
             if (rttNanos != null) {
-                rttNanos[offset + i] = System.nanoTime() - start;
+                rttNanos.recordValue(System.nanoTime() - start);
             }
         }
     }

@@ -1,5 +1,7 @@
 package dev.hadronio.examples.transport;
 
+import org.HdrHistogram.Histogram;
+
 import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -20,9 +22,9 @@ public interface MessageTransport extends Closeable {
 
     /**
      * Sends a message and waits for the peer's answer of the same size, {@code count} times. If {@code rttNanos} is
-     * not null, round trip {@code i} is stored in {@code rttNanos[offset + i]}.
+     * not null, each round trip is recorded into it (in nanoseconds).
      */
-    void ping(int count, int size, long[] rttNanos, int offset) throws IOException;
+    void ping(int count, int size, Histogram rttNanos) throws IOException;
 
     /** Answers {@code count} messages of {@code size} bytes with a message of the same size. */
     void pong(int count, int size) throws IOException;

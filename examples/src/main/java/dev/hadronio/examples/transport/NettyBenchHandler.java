@@ -3,6 +3,7 @@ package dev.hadronio.examples.transport;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import org.HdrHistogram.Histogram;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -40,8 +41,7 @@ final class NettyBenchHandler extends ChannelInboundHandlerAdapter {
     private int messageSize;
     private int messagePart;
     private int roundsRemaining;
-    private long[] rtts;
-    private int rttIndex;
+    private Histogram rtts;
     private long pingStart;
 
     @Override
@@ -75,23 +75,23 @@ final class NettyBenchHandler extends ChannelInboundHandlerAdapter {
     }
 
     Completion startReceive(long bytes) {
-        return startReceiving(ReceiveMode.DISCARD, bytes, null, 0, 0, null, 0);
+        return startReceiving(ReceiveMode.DISCARD, bytes, null, 0, 0, null);
     }
 
     Completion startCapture(ByteBuffer target) {
-        return startReceiving(ReceiveMode.CAPTURE, 0, target, 0, 0, null, 0);
+        return startReceiving(ReceiveMode.CAPTURE, 0, target, 0, 0, null);
     }
 
-    Completion startPing(int count, int size, long[] rttNanos, int offset) {
-        return startReceiving(ReceiveMode.PING, 0, null, count, size, rttNanos, offset);
+    Completion startPing(int count, int size, Histogram rttNanos) {
+        return startReceiving(ReceiveMode.PING, 0, null, count, size, rttNanos);
     }
 
     Completion startPong(int count, int size) {
-        return startReceiving(ReceiveMode.PONG, 0, null, count, size, null, 0);
+        return startReceiving(ReceiveMode.PONG, 0, null, count, size, null);
     }
 
     private Completion startReceiving(ReceiveMode newMode, long bytes, ByteBuffer target, int rounds, int size,
-                                      long[] rttNanos, int offset) {
+                                      Histogram rttNanos) {
         Completion done = new Completion();
         ctx.executor().execute(() -> {
             if (failIfClosed(done)) {
@@ -116,7 +116,6 @@ final class NettyBenchHandler extends ChannelInboundHandlerAdapter {
             messageSize = size;
             messagePart = 0;
             rtts = rttNanos;
-            rttIndex = offset;
             if (newMode == ReceiveMode.PING) {
                 sendRoundTripMessage();
             }
@@ -241,9 +240,8 @@ final class NettyBenchHandler extends ChannelInboundHandlerAdapter {
         if (mode == ReceiveMode.PING) {
             long now = System.nanoTime();
             if (rtts != null) {
-                rtts[rttIndex] = now - pingStart;
+                rtts.recordValue(now - pingStart);
             }
-            rttIndex++;
             if (--roundsRemaining > 0) {
                 sendRoundTripMessage();
             } else {

@@ -3,6 +3,7 @@ package dev.hadronio.examples.transport;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import org.HdrHistogram.Histogram;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -29,8 +30,8 @@ final class NettyTransport implements MessageTransport {
     }
 
     @Override
-    public void ping(int count, int size, long[] rttNanos, int offset) throws IOException {
-        handler.startPing(count, size, rttNanos, offset).await(count + " round trips");
+    public void ping(int count, int size, Histogram rttNanos) throws IOException {
+        handler.startPing(count, size, rttNanos).await(count + " round trips");
     }
 
     @Override

@@ -2,6 +2,7 @@ package dev.hadronio.examples.bench;
 
 import dev.hadronio.examples.report.CsvFile;
 import dev.hadronio.examples.report.LatencyStats;
+import org.HdrHistogram.Histogram;
 import org.junit.Rule;
 import org.junit.Test;
 import org.junit.rules.TemporaryFolder;
@@ -108,17 +109,49 @@ public class ResultFilesTest {
 
     @Test
     public void percentilesFollowObservatory() {
-        long[] values = new long[1000];
-        for (int i = 0; i < values.length; i++) {
-            values[i] = (values.length - i) * 1000L; // 1 µs .. 1 ms, reversed
+        Histogram recorded = LatencyStats.newHistogram();
+        for (int i = 1000; i >= 1; i--) {
+            recorded.recordValue(i * 1000L); // 1 ms .. 1 us
         }
-        LatencyStats stats = new LatencyStats(values);
-        assertEquals(1e-6, stats.minSeconds(), 1e-15);
-        assertEquals(1e-3, stats.maxSeconds(), 1e-15);
-        assertEquals(500e-6, stats.percentileSeconds(0.5), 1e-15);
-        assertEquals(990e-6, stats.percentileSeconds(0.99), 1e-15);
-        assertEquals(1e-3, stats.percentileSeconds(0.9999), 1e-15);
-        assertEquals(500.5e-6, stats.averageSeconds(), 1e-12);
+        LatencyStats stats = new LatencyStats(recorded);
+        assertEquals(1000, stats.count());
+        // Three significant digits: each figure within 0.1 % of the exact one.
+        assertClose(1e-6, stats.minSeconds());
+        assertClose(1e-3, stats.maxSeconds());
+        assertClose(500e-6, stats.percentileSeconds(0.5));
+        assertClose(990e-6, stats.percentileSeconds(0.99));
+        assertClose(1e-3, stats.percentileSeconds(0.9999));
+        assertClose(500.5e-6, stats.averageSeconds());
+    }
+
+    @Test
+    public void histogramsOfConnectionsMerge() {
+        Histogram odd = LatencyStats.newHistogram();
+        Histogram even = LatencyStats.newHistogram();
+        Histogram one = LatencyStats.newHistogram();
+        for (int i = 1; i <= 1000; i++) {
+            (i % 2 == 0 ? even : odd).recordValue(i * 1000L);
+            one.recordValue(i * 1000L);
+        }
+        Histogram all = LatencyStats.newHistogram();
+        all.add(odd);
+        all.add(even);
+        LatencyStats merged = new LatencyStats(all);
+        LatencyStats whole = new LatencyStats(one);
+        assertEquals(whole.count(), merged.count());
+        for (double rank : new double[] {0.5, 0.95, 0.99, 0.999, 1}) {
+            assertEquals(whole.percentileSeconds(rank), merged.percentileSeconds(rank), 0);
+        }
+        assertClose(249e-6, new LatencyStats(odd).percentileSeconds(0.25));
+    }
+
+    @Test(expected = IllegalArgumentException.class)
+    public void anEmptyHistogramHasNoStatistics() {
+        new LatencyStats(LatencyStats.newHistogram());
+    }
+
+    private static void assertClose(double exact, double measured) {
+        assertTrue(measured + " is not within 0.1 % of " + exact, Math.abs(measured - exact) <= exact * 0.001);
     }
 
     private static Map<String, Object> keys(List<String> names) {
