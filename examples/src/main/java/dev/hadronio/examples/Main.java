@@ -3,8 +3,8 @@ package dev.hadronio.examples;
 import dev.hadronio.examples.apps.AppsCli;
 import dev.hadronio.examples.bench.BenchCommand;
 import dev.hadronio.examples.blocking.CounterCommand;
+import dev.hadronio.examples.cli.Cli;
 import dev.hadronio.examples.cli.Options;
-import dev.hadronio.examples.cli.UsageException;
 import dev.hadronio.examples.compare.CompareCommand;
 import dev.hadronio.examples.figures.SelectorFigures;
 import dev.hadronio.examples.netty.EchoCommand;
@@ -12,9 +12,11 @@ import dev.hadronio.examples.netty.HelloCommand;
 import dev.hadronio.examples.ops.OpsCli;
 import dev.hadronio.examples.simple.PeerBenchmark;
 import dev.hadronio.examples.transport.Flavour;
+import picocli.CommandLine;
 
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.channels.spi.SelectorProvider;
 import java.util.ServiceConfigurationError;
 
@@ -30,7 +32,7 @@ public final class Main {
 
     public static final int EXIT_OK = 0;
     public static final int EXIT_FAILURE = 1;
-    public static final int EXIT_USAGE = 2;
+    public static final int EXIT_USAGE = CommandLine.ExitCode.USAGE;
 
     private Main() {
     }
@@ -44,29 +46,17 @@ public final class Main {
 
     /** Runs one command line and returns the process exit code; never calls {@code System.exit}. */
     public static int run(String[] args, InputStream in, PrintStream out, PrintStream err) {
-        if (AppsCli.handles(args)) {
-            return AppsCli.run(args, out, err);
-        }
-        if (args.length == 1 && (args[0].equals("--version") || args[0].equals("-V"))) {
-            out.println(version());
-            return EXIT_OK;
-        }
-        if (OpsCli.handles(args)) {
-            return OpsCli.run(args, out, err);
-        }
-        Options options;
-        try {
-            options = Options.parse(args);
-        } catch (UsageException e) {
-            if (e.isHelpRequest()) {
-                out.println(Options.usage());
-                return EXIT_OK;
-            }
-            err.println("hadronio: " + e.getMessage());
-            err.println();
-            err.println(Options.usage());
-            return EXIT_USAGE;
-        }
+        CommandLine line = Cli.commandLine(options -> execute(options, in, out, err));
+        AppsCli.addTo(line.getSubcommands().get("bench"), out);
+        OpsCli.addTo(line, out);
+        Cli.finish(line, () -> new String[] {version()});
+        line.setOut(new PrintWriter(out, true));
+        line.setErr(new PrintWriter(err, true));
+        line.setExecutionExceptionHandler((e, command, parsed) -> failed(e, command, err));
+        return line.execute(args);
+    }
+
+    private static int execute(Options options, InputStream in, PrintStream out, PrintStream err) throws Exception {
         if (options.command().isPeer()) {
             String provider = activeProvider(err);
             if (provider == null) {
@@ -74,19 +64,21 @@ public final class Main {
             }
             out.println("SelectorProvider: " + provider);
         }
-        try {
-            dispatch(options, in, out);
-            return EXIT_OK;
-        } catch (Exception e) {
-            err.println("hadronio: " + options.command().words() + " failed: " + e.getMessage());
-            for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
-                err.println("  caused by: " + cause);
-            }
-            if (e instanceof RuntimeException) {
-                e.printStackTrace(err);
-            }
-            return EXIT_FAILURE;
+        dispatch(options, in, out);
+        return EXIT_OK;
+    }
+
+    /** A command that failed while running: its words, the message and each cause; a stack trace for a bug. */
+    private static int failed(Exception e, CommandLine command, PrintStream err) {
+        String words = command.getCommandSpec().qualifiedName(" ").replaceFirst("^hadronio ", "");
+        err.println("hadronio: " + words + " failed: " + e.getMessage());
+        for (Throwable cause = e.getCause(); cause != null; cause = cause.getCause()) {
+            err.println("  caused by: " + cause);
         }
+        if (e instanceof RuntimeException) {
+            e.printStackTrace(err);
+        }
+        return EXIT_FAILURE;
     }
 
     /** The class name of the JVM-wide provider, or null (after explaining why) if it cannot be loaded. */

@@ -1,7 +1,6 @@
 package dev.hadronio.examples.apps;
 
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -10,7 +9,9 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * The command lines of {@code hadronio bench apps} (picocli): the comparison itself, and the
@@ -20,32 +21,11 @@ public final class AppsCli {
     private AppsCli() {
     }
 
-    /** Whether {@code args} is one of these commands. */
-    public static boolean handles(String[] args) {
-        return args.length >= 2 && args[0].equals("bench")
-                && (args[1].equals("apps") || args[1].equals("app-server") || args[1].equals("app-client"));
-    }
-
-    /** Runs {@code bench apps|app-server|app-client ...}; returns the exit status. */
-    public static int run(String[] args, PrintStream out, PrintStream err) {
-        String[] rest = java.util.Arrays.copyOfRange(args, 2, args.length);
-        Object command;
-        switch (args[1]) {
-            case "apps":
-                command = new Compare(out);
-                break;
-            case "app-server":
-                command = new ServerProgram(out);
-                break;
-            default:
-                command = new ClientProgram(out);
-                break;
-        }
-        CommandLine line = new CommandLine(command);
-        line.setOut(new PrintWriter(out, true));
-        line.setErr(new PrintWriter(err, true));
-        line.setCommandName("hadronio bench " + args[1]);
-        return line.execute(rest);
+    /** Adds {@code apps}, {@code app-server} and {@code app-client} to the {@code bench} command. */
+    public static void addTo(CommandLine bench, PrintStream out) {
+        bench.addSubcommand("apps", new Compare(out));
+        bench.addSubcommand("app-server", new ServerProgram(out));
+        bench.addSubcommand("app-client", new ClientProgram(out));
     }
 
     static InetSocketAddress address(String text) {
@@ -60,11 +40,14 @@ public final class AppsCli {
         }
     }
 
-    @Command(description = "Real applications (Jetty, ZooKeeper, a selector with a worker pool, netty HTTP, a full-duplex "
+    @Command(name = "apps", description = "Real applications (Jetty, ZooKeeper, a selector with a worker pool, netty HTTP, a full-duplex "
             + "stream, virtual threads), server and client in two JVMs, with the JDK's provider and with hadroNIO; "
             + "prints a table with the ratios and writes apps.csv and apps.png.", mixinStandardHelpOptions = true)
     static final class Compare implements Callable<Integer> {
         private final PrintStream out;
+
+        @Spec
+        CommandSpec spec;
 
         @Option(names = "--apps", split = ",", description = "apps to run (default: all): ${COMPLETION-CANDIDATES}",
                 completionCandidates = Names.class)
@@ -93,7 +76,7 @@ public final class AppsCli {
                 Apps.named(app);
             }
             if (!(seconds > 0) || warmUp < 0) {
-                throw new CommandLine.ParameterException(new CommandLine(this), "--seconds must be > 0 and --warmup >= 0");
+                throw new CommandLine.ParameterException(spec.commandLine(), "--seconds must be > 0 and --warmup >= 0");
             }
             new AppsCommand(apps, seconds, warmUp, output, java21, out).run();
             return 0;
@@ -108,7 +91,8 @@ public final class AppsCli {
         }
     }
 
-    @Command(description = "The server of one app (started by bench apps); serves until its standard input ends.")
+    @Command(name = "app-server", mixinStandardHelpOptions = true,
+            description = "The server of one app (started by bench apps); serves until its standard input ends.")
     static final class ServerProgram implements Callable<Integer> {
         private final PrintStream out;
 
@@ -129,7 +113,8 @@ public final class AppsCli {
         }
     }
 
-    @Command(description = "The client of one app (started by bench apps): measures and prints RESULT lines.")
+    @Command(name = "app-client", mixinStandardHelpOptions = true,
+            description = "The client of one app (started by bench apps): measures and prints RESULT lines.")
     static final class ClientProgram implements Callable<Integer> {
         private final PrintStream out;
 

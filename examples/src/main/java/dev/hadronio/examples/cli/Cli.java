@@ -42,12 +42,18 @@ public final class Cli {
         return new CommandLine(new Top(runner));
     }
 
-    /** Lets {@code --version} of every command in the tree print {@code version}. */
-    public static void setVersion(CommandLine line, CommandLine.IVersionProvider version) {
+    /**
+     * Once every subcommand is added: lets {@code --version} of each command in the tree print {@code version},
+     * formats their help for 120 columns, and reads a subcommand's name after an option as that option's value
+     * ({@code bench --flavour selector}).
+     */
+    public static void finish(CommandLine line, CommandLine.IVersionProvider version) {
         line.getCommandSpec().versionProvider(version);
         for (CommandLine sub : line.getSubcommands().values()) {
-            setVersion(sub, version);
+            finish(sub, version);
         }
+        line.setUsageHelpWidth(120);
+        line.setAllowSubcommandsAsOptionParameters(true);
     }
 
     /**
@@ -56,6 +62,7 @@ public final class Cli {
      */
     public static Options parse(String... args) {
         CommandLine line = commandLine(options -> 0);
+        finish(line, () -> new String[0]);
         CommandLine.ParseResult result = line.parseArgs(args);
         while (result.hasSubcommand()) {
             result = result.subcommand();

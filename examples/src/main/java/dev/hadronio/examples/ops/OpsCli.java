@@ -4,12 +4,16 @@ import com.sun.tools.attach.VirtualMachine;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.util.Locale;
+import java.util.concurrent.Callable;
 import javax.management.MBeanAttributeInfo;
 import javax.management.MBeanServerConnection;
 import javax.management.ObjectName;
 import javax.management.remote.JMXConnector;
 import javax.management.remote.JMXConnectorFactory;
 import javax.management.remote.JMXServiceURL;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Parameters;
 
 /**
  * {@code hadronio doctor}: the provider jar's own check of this machine ({@code dev.hadronio.Doctor},
@@ -23,45 +27,70 @@ public final class OpsCli {
     private OpsCli() {
     }
 
-    public static boolean handles(String[] args) {
-        return args.length >= 1 && (args[0].equals("doctor") || args[0].equals("counters"));
+    /** Adds {@code doctor} and {@code counters} to the {@code hadronio} command. */
+    public static void addTo(CommandLine top, PrintStream out) {
+        top.addSubcommand("doctor", new Doctor(out));
+        top.addSubcommand("counters", new Counters(out));
     }
 
-    /** Runs {@code doctor} or {@code counters <pid>}; returns the exit status. */
-    public static int run(String[] args, PrintStream out, PrintStream err) {
-        try {
-            if (args[0].equals("doctor")) {
-                Object status = Class.forName("dev.hadronio.Doctor").getMethod("run", PrintStream.class).invoke(null, out);
-                return (Integer) status;
+    @Command(name = "doctor", mixinStandardHelpOptions = true,
+            description = "Checks this machine for hadroNIO (the same as java -jar hadronio-<version>.jar); "
+                    + "exits with 1 and names the fix when something is wrong.")
+    static final class Doctor implements Callable<Integer> {
+        private final PrintStream out;
+
+        Doctor(PrintStream out) {
+            this.out = out;
+        }
+
+        @Override
+        public Integer call() throws Exception {
+            Class<?> doctor;
+            try {
+                doctor = Class.forName("dev.hadronio.Doctor");
+            } catch (ClassNotFoundException e) {
+                throw new IllegalStateException("the hadroNIO jar is not on the class path", e);
             }
-            if (args.length != 2 || !args[1].matches("\\d+")) {
-                err.println("usage: hadronio counters <pid of a JVM running hadroNIO>");
-                return 2;
+            try {
+                return (Integer) doctor.getMethod("run", PrintStream.class).invoke(null, out);
+            } catch (InvocationTargetException e) {
+                throw new IllegalStateException(e.getCause().toString(), e.getCause());
             }
-            return counters(args[1], out, err);
-        } catch (InvocationTargetException e) {
-            err.println("hadronio: " + args[0] + " failed: " + e.getCause());
-            return 1;
-        } catch (ReflectiveOperationException e) {
-            err.println("hadronio: the hadroNIO jar is not on the class path: " + e);
-            return 1;
         }
     }
 
-    private static int counters(String pid, PrintStream out, PrintStream err) {
+    @Command(name = "counters", mixinStandardHelpOptions = true,
+            description = "hadroNIO's counters of a running JVM, read over JMX, as a table.")
+    static final class Counters implements Callable<Integer> {
+        private final PrintStream out;
+
+        @Parameters(paramLabel = "pid", description = "the process id of a JVM running hadroNIO (as this user)")
+        long pid;
+
+        Counters(PrintStream out) {
+            this.out = out;
+        }
+
+        @Override
+        public Integer call() throws Exception {
+            counters(Long.toString(pid), out);
+            return 0;
+        }
+    }
+
+    private static void counters(String pid, PrintStream out) throws Exception {
         VirtualMachine vm;
         try {
             vm = VirtualMachine.attach(pid);
         } catch (Exception e) {
-            err.println("hadronio: cannot attach to JVM " + pid + " (it must run as this user): " + e.getMessage());
-            return 1;
+            throw new Exception("cannot attach to JVM " + pid + " (it must run as this user): " + e.getMessage(), e);
         }
         try (JMXConnector connector = JMXConnectorFactory.connect(new JMXServiceURL(vm.startLocalManagementAgent()))) {
             MBeanServerConnection server = connector.getMBeanServerConnection();
             ObjectName name = new ObjectName(COUNTERS);
             if (!server.isRegistered(name)) {
-                err.println("hadronio: JVM " + pid + " has no " + COUNTERS + " (is hadroNIO its selector provider, and active?)");
-                return 1;
+                throw new Exception("JVM " + pid + " has no " + COUNTERS
+                        + " (is hadroNIO its selector provider, and active?)");
             }
             out.printf(Locale.ROOT, "hadroNIO counters of JVM %s%n", pid);
             out.printf(Locale.ROOT, "%-22s %16s  %s%n", "counter", "value", "meaning");
@@ -69,10 +98,6 @@ public final class OpsCli {
                 Object value = server.getAttribute(name, attribute.getName());
                 out.printf(Locale.ROOT, "%-22s %,16d  %s%n", attribute.getName(), (Long) value, attribute.getDescription());
             }
-            return 0;
-        } catch (Exception e) {
-            err.println("hadronio: reading the counters of JVM " + pid + " failed: " + e);
-            return 1;
         } finally {
             try {
                 vm.detach();

@@ -45,7 +45,7 @@ public class CliTest {
 
     @Test
     public void benchAndCompareOptions() throws Exception {
-        Options bench = Cli.parse("bench", "-s", "-f", "run.json", "--flavour", "Selector", "--name", "x");
+        Options bench = Cli.parse("bench", "-s", "-f", "run.json", "--flavour", "selector", "--name", "x");
         assertEquals(Options.Command.BENCH, bench.command());
         assertEquals(Flavour.SELECTOR, bench.flavour());
         Options demo = Cli.parse("demo", "--flavours", "netty,blocking", "--perftest", "/opt/ucx_perftest");
