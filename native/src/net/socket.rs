@@ -276,6 +276,16 @@ impl Socket {
         result > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
     }
 
+    /// Whether a read would find something: bytes, the peer's FIN, a reset or another failure
+    /// (true as well if the socket cannot be asked). One `poll`, without reading.
+    pub fn has_news(&self) -> bool {
+        let events = libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP;
+        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events, revents: 0 };
+        // SAFETY: one valid `pollfd` on the stack, no waiting.
+        let result = unsafe { libc::poll(&mut fd, 1, 0) };
+        result != 0
+    }
+
     /// Whether the connection is over in both directions or failed (the peer reset it, or it
     /// timed out), whatever may still wait in the receive queue.
     pub fn hung_up(&self) -> bool {

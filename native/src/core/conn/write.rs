@@ -10,6 +10,7 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::core::stream::{self, HOLD_LIMIT};
+use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
 
 use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
@@ -41,13 +42,18 @@ impl Conn {
             }
         } else if mode == WriteMode::Ucx && !state.rx.eof {
             // Now and then look at the control socket so that writes to a peer that closed fail
-            // (as they do with the kernel) even when nobody else watches the socket.
+            // (as they do with the kernel) even when nobody else watches the socket: one poll,
+            // reading it only when it has something.
             let now = Instant::now();
             if now.duration_since(state.tcp_checked) >= TCP_CHECK_INTERVAL {
                 state.tcp_checked = now;
-                self.progress_stream(state);
-                if !state.rx.eof {
-                    Self::check_control(state)?;
+                if state.socket.as_ref().is_some_and(Socket::has_news) {
+                    self.progress_stream(state);
+                    if !state.rx.eof {
+                        Self::check_control(state)?;
+                    }
+                } else {
+                    self.drive(state);
                 }
             }
         }
