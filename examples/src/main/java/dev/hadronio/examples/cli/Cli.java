@@ -114,13 +114,17 @@ public final class Cli {
         @Spec
         CommandSpec spec;
 
-        abstract Command command();
+        private final Command command;
+
+        Leaf(Command command) {
+            this.command = command;
+        }
 
         /** Fills in this command's options. */
         abstract void fill(Options.Builder b);
 
         final Options options() {
-            Options.Builder b = new Options.Builder(command());
+            Options.Builder b = new Options.Builder(command);
             fill(b);
             String problem = b.problem();
             if (problem != null) {
@@ -238,9 +242,8 @@ public final class Cli {
     static final class Blocking extends Group {
     }
 
-    @CommandLine.Command(name = "counter", mixinStandardHelpOptions = true, footer = FOOTER,
-            description = "Both sides send an increasing number and check the one they receive.")
-    static final class BlockingCounter extends Leaf {
+    /** Options of the blocking peers. */
+    abstract static class BlockingPeer extends Leaf {
         @Mixin
         Peer peer;
         @Mixin
@@ -248,9 +251,8 @@ public final class Cli {
         @Mixin
         Connections connections;
 
-        @Override
-        Command command() {
-            return Command.BLOCKING_COUNTER;
+        BlockingPeer(Command command) {
+            super(command);
         }
 
         @Override
@@ -258,6 +260,14 @@ public final class Cli {
             peer.fill(b);
             counts.fill(b);
             b.connections = connections.connections;
+        }
+    }
+
+    @CommandLine.Command(name = "counter", mixinStandardHelpOptions = true, footer = FOOTER,
+            description = "Both sides send an increasing number and check the one they receive.")
+    static final class BlockingCounter extends BlockingPeer {
+        BlockingCounter() {
+            super(Command.BLOCKING_COUNTER);
         }
     }
 
@@ -267,37 +277,19 @@ public final class Cli {
     static final class BlockingBenchmark extends Group {
     }
 
-    abstract static class BlockingMeasure extends Leaf {
-        @Mixin
-        Peer peer;
-        @Mixin
-        Counts counts;
-        @Mixin
-        Connections connections;
-
-        @Override
-        void fill(Options.Builder b) {
-            peer.fill(b);
-            counts.fill(b);
-            b.connections = connections.connections;
-        }
-    }
-
     @CommandLine.Command(name = "throughput", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "Unidirectional throughput: the client sends.")
-    static final class BlockingThroughput extends BlockingMeasure {
-        @Override
-        Command command() {
-            return Command.BLOCKING_THROUGHPUT;
+    static final class BlockingThroughput extends BlockingPeer {
+        BlockingThroughput() {
+            super(Command.BLOCKING_THROUGHPUT);
         }
     }
 
     @CommandLine.Command(name = "latency", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "Round trips with percentiles.")
-    static final class BlockingLatency extends BlockingMeasure {
-        @Override
-        Command command() {
-            return Command.BLOCKING_LATENCY;
+    static final class BlockingLatency extends BlockingPeer {
+        BlockingLatency() {
+            super(Command.BLOCKING_LATENCY);
         }
     }
 
@@ -316,6 +308,10 @@ public final class Cli {
         @Mixin
         Threads threads;
 
+        NettyConversation(Command command) {
+            super(command);
+        }
+
         @Override
         void fill(Options.Builder b) {
             peer.fill(b);
@@ -327,18 +323,16 @@ public final class Cli {
     @CommandLine.Command(name = "hello", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "The client sends a short message and exits once the server answered.")
     static final class NettyHello extends NettyConversation {
-        @Override
-        Command command() {
-            return Command.NETTY_HELLO;
+        NettyHello() {
+            super(Command.NETTY_HELLO);
         }
     }
 
     @CommandLine.Command(name = "echo", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "The server echoes; the client sends each line of standard input.")
     static final class NettyEcho extends NettyConversation {
-        @Override
-        Command command() {
-            return Command.NETTY_ECHO;
+        NettyEcho() {
+            super(Command.NETTY_ECHO);
         }
     }
 
@@ -348,26 +342,22 @@ public final class Cli {
     static final class NettyBenchmark extends Group {
     }
 
-    abstract static class NettyMeasure extends Leaf {
-        @Mixin
-        Peer peer;
+    abstract static class NettyMeasure extends NettyConversation {
         @Mixin
         Counts counts;
-        @Mixin
-        Connections connections;
-        @Mixin
-        Threads threads;
 
         @Option(names = {"-t", "--threshold"}, paramLabel = "n", converter = PositiveConverter.class,
                 description = "messages between flushes (default " + Options.DEFAULT_THRESHOLD + ")")
         int threshold = Options.DEFAULT_THRESHOLD;
 
+        NettyMeasure(Command command) {
+            super(command);
+        }
+
         @Override
         void fill(Options.Builder b) {
-            peer.fill(b);
+            super.fill(b);
             counts.fill(b);
-            b.connections = connections.connections;
-            threads.fill(b);
             b.threshold = threshold;
         }
     }
@@ -375,18 +365,16 @@ public final class Cli {
     @CommandLine.Command(name = "throughput", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "Unidirectional throughput over netty: the client sends.")
     static final class NettyThroughput extends NettyMeasure {
-        @Override
-        Command command() {
-            return Command.NETTY_THROUGHPUT;
+        NettyThroughput() {
+            super(Command.NETTY_THROUGHPUT);
         }
     }
 
     @CommandLine.Command(name = "latency", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "Round trips over netty with percentiles.")
     static final class NettyLatency extends NettyMeasure {
-        @Override
-        Command command() {
-            return Command.NETTY_LATENCY;
+        NettyLatency() {
+            super(Command.NETTY_LATENCY);
         }
     }
 
@@ -415,9 +403,8 @@ public final class Cli {
         @Option(names = "--name", paramLabel = "label", description = "result name written to the CSV files")
         String name;
 
-        @Override
-        Command command() {
-            return Command.BENCH;
+        Bench() {
+            super(Command.BENCH);
         }
 
         @Override
@@ -440,9 +427,8 @@ public final class Cli {
         @Option(names = {"-f", "--file"}, required = true, paramLabel = "run.json", description = "the run description")
         Path file;
 
-        @Override
-        Command command() {
-            return Command.BENCH_COMPARE;
+        BenchCompare() {
+            super(Command.BENCH_COMPARE);
         }
 
         @Override
@@ -459,9 +445,8 @@ public final class Cli {
                 description = "idle connections (default ${DEFAULT-VALUE})")
         int connections = 1000;
 
-        @Override
-        Command command() {
-            return Command.BENCH_SELECTOR;
+        BenchSelector() {
+            super(Command.BENCH_SELECTOR);
         }
 
         @Override
@@ -476,9 +461,8 @@ public final class Cli {
         @Mixin
         Comparison comparison;
 
-        @Override
-        Command command() {
-            return Command.DEMO;
+        Demo() {
+            super(Command.DEMO);
         }
 
         @Override
