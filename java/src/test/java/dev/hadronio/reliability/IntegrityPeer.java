@@ -26,7 +26,8 @@ import java.util.zip.CRC32C;
  *
  * <p>The client opens the connections and sends each one's number (4 bytes) first; on hadroNIO it then
  * exchanges one-byte round trips on each until that connection's path is decided (the upgrade
- * takes a few round trips), so that the streams test the path the connection keeps. On every connection
+ * takes a few round trips), and then the server does the same for its end (which decides a little
+ * later), so that the streams test the path the connection keeps. On every connection
  * each side then runs a writer thread and a reader thread. The writer sends its stream as messages of
  * 1 B .. 16 MiB (log-uniform; the first message of every stream is 1 byte and the second of
  * connection 0's is 16 MiB), each one blocking {@code write} of a slice of a 32 MiB random pool at a
@@ -139,6 +140,7 @@ public final class IntegrityPeer {
                 }
                 channels[number.getInt(0)] = channel;
                 echoUntilGo(channel);
+                pingUntilUpgraded(channel);
             }
             server.close();
         } else {
@@ -149,6 +151,7 @@ public final class IntegrityPeer {
                     channels[i].write(number);
                 }
                 pingUntilUpgraded(channels[i]);
+                echoUntilGo(channels[i]);
             }
         }
         System.out.println("START " + System.currentTimeMillis());
@@ -182,8 +185,9 @@ public final class IntegrityPeer {
     }
 
     /**
-     * Client: one-byte round trips until the connection's path is decided (over UCX, or on TCP for
-     * a reason; at most 10 s), then 'g'.
+     * One-byte round trips until this end's path is decided (over UCX, or on TCP for a reason; at
+     * most 10 s), then 'g'. The client pings first and the server after it, each while the other
+     * echoes ({@link #echoUntilGo}).
      */
     private static void pingUntilUpgraded(SocketChannel channel) throws IOException {
         long deadline = System.nanoTime() + 10_000_000_000L;
@@ -195,7 +199,7 @@ public final class IntegrityPeer {
         exchange(channel, (byte) 'g');
     }
 
-    /** Server: echoes the client's bytes up to its 'g'. */
+    /** Echoes the peer's bytes up to its 'g'. */
     private static void echoUntilGo(SocketChannel channel) throws IOException {
         ByteBuffer one = ByteBuffer.allocate(1);
         while (true) {
