@@ -1,5 +1,6 @@
 package dev.hadronio.examples.apps;
 
+import dev.hadronio.examples.cli.Cli;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -26,18 +27,6 @@ public final class AppsCli {
         bench.addSubcommand("apps", new Compare(out));
         bench.addSubcommand("app-server", new ServerProgram(out));
         bench.addSubcommand("app-client", new ClientProgram(out));
-    }
-
-    static InetSocketAddress address(String text) {
-        int colon = text.lastIndexOf(':');
-        if (colon < 0) {
-            throw new CommandLine.TypeConversionException("'" + text + "' is not host:port");
-        }
-        try {
-            return new InetSocketAddress(text.substring(0, colon), Integer.parseInt(text.substring(colon + 1)));
-        } catch (IllegalArgumentException e) {
-            throw new CommandLine.TypeConversionException("'" + text + "' is not host:port (" + e.getMessage() + ")");
-        }
     }
 
     @Command(name = "apps", description = "Real applications (Jetty, ZooKeeper, a selector with a worker pool, netty HTTP, a full-duplex "
@@ -99,8 +88,9 @@ public final class AppsCli {
         @Option(names = "--app", required = true)
         String app;
 
-        @Option(names = "--address", required = true, description = "host:port (port 0: any)")
-        String address;
+        @Option(names = "--address", required = true, converter = Cli.AddressConverter.class,
+                description = "host:port (port 0: any)")
+        InetSocketAddress address;
 
         ServerProgram(PrintStream out) {
             this.out = out;
@@ -108,7 +98,7 @@ public final class AppsCli {
 
         @Override
         public Integer call() throws Exception {
-            Apps.serve(Apps.named(app), address(address), out);
+            Apps.serve(Apps.named(app), address, out);
             return 0;
         }
     }
@@ -121,8 +111,9 @@ public final class AppsCli {
         @Option(names = "--app", required = true)
         String app;
 
-        @Option(names = "--remote", required = true, description = "host:port of the server")
-        String remote;
+        @Option(names = "--remote", required = true, converter = Cli.AddressConverter.class,
+                description = "host:port of the server")
+        InetSocketAddress remote;
 
         @Option(names = "--seconds")
         double seconds = 5;
@@ -136,7 +127,7 @@ public final class AppsCli {
 
         @Override
         public Integer call() throws Exception {
-            Apps.measure(Apps.named(app), address(remote), seconds, warmUp, out);
+            Apps.measure(Apps.named(app), remote, seconds, warmUp, out);
             return 0;
         }
     }

@@ -49,7 +49,7 @@ public final class OpsCli {
             try {
                 doctor = Class.forName("dev.hadronio.Doctor");
             } catch (ClassNotFoundException e) {
-                throw new IllegalStateException("the hadroNIO jar is not on the class path", e);
+                throw new Exception("the hadroNIO jar is not on the class path", e);
             }
             try {
                 return (Integer) doctor.getMethod("run", PrintStream.class).invoke(null, out);
