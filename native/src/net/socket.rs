@@ -268,31 +268,30 @@ impl Socket {
         }
     }
 
-    /// Whether the peer has shut down its sending side (its FIN arrived), without reading.
-    pub fn peer_write_closed(&self) -> bool {
-        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events: libc::POLLRDHUP, revents: 0 };
+    /// The socket's `poll` events among `events` (error and hang-up always count), asked without
+    /// waiting; `None` if it cannot be asked.
+    fn poll_now(&self, events: libc::c_short) -> Option<libc::c_short> {
+        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events, revents: 0 };
         // SAFETY: one valid `pollfd` on the stack, no waiting.
         let result = unsafe { libc::poll(&mut fd, 1, 0) };
-        result > 0 && fd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+        (result >= 0).then_some(fd.revents)
+    }
+
+    /// Whether the peer has shut down its sending side (its FIN arrived), without reading.
+    pub fn peer_write_closed(&self) -> bool {
+        self.poll_now(libc::POLLRDHUP).is_some_and(|r| r & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Whether a read would find something: bytes, the peer's FIN, a reset or another failure
     /// (true as well if the socket cannot be asked). One `poll`, without reading.
     pub fn has_news(&self) -> bool {
-        let events = libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP;
-        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events, revents: 0 };
-        // SAFETY: one valid `pollfd` on the stack, no waiting.
-        let result = unsafe { libc::poll(&mut fd, 1, 0) };
-        result != 0
+        self.poll_now(libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP).is_none_or(|r| r != 0)
     }
 
     /// Whether the connection is over in both directions or failed (the peer reset it, or it
     /// timed out), whatever may still wait in the receive queue.
     pub fn hung_up(&self) -> bool {
-        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events: 0, revents: 0 };
-        // SAFETY: one valid `pollfd` on the stack, no waiting.
-        let result = unsafe { libc::poll(&mut fd, 1, 0) };
-        result > 0 && fd.revents & (libc::POLLHUP | libc::POLLERR) != 0
+        self.poll_now(0).is_some_and(|r| r & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Closes abortively: the kernel sends RST instead of FIN.
