@@ -166,10 +166,7 @@ public final class Cli {
                 b.server = side.server;
                 b.remote = side.remote;
             }
-            if (address != null) {
-                b.address = address;
-                b.addressGiven = true;
-            }
+            b.address(address);
         }
     }
 
@@ -228,10 +225,7 @@ public final class Cli {
             b.output = output;
             b.flavours.addAll(flavours);
             b.perftest = perftest;
-            if (address != null) {
-                b.address = address;
-                b.addressGiven = true;
-            }
+            b.address(address);
         }
     }
 

@@ -202,6 +202,14 @@ public final class Options {
             this.command = command;
         }
 
+        /** The local address given with {@code -a}; null leaves the default. */
+        void address(InetSocketAddress given) {
+            if (given != null) {
+                address = given;
+                addressGiven = true;
+            }
+        }
+
         /** What makes these options unusable together, or null. */
         String problem() {
             if (command.isPeer() && !server && remote == null) {
