@@ -72,7 +72,7 @@ public class FdLimitTest {
                 throw first;
             }
             // A known problem (README, "A client reset at the descriptor limit"): about one run in
-            // eight fails; it is reported here and run once more, and two failures in a row fail.
+            // three fails; it is reported here and run once more, and two failures in a row fail.
             System.out.println(getClass().getSimpleName() + "[" + provider + "]: KNOWN PROBLEM, running once more after: "
                     + first.getMessage().split("\n")[0]);
             resources.closeAll();
