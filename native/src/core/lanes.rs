@@ -275,7 +275,7 @@ impl Endpoints {
         let mut requests = Vec::new();
         for peer in &peers {
             let Some(ep) = peer.ep().filter(|_| peer.failure().is_none()) else { continue };
-            match ep.am_send_owned(&lock, protocol::AM_GOODBYE, &header) {
+            match ep.am_send_owned(&lock, protocol::AM_GOODBYE, &header, &[]) {
                 Ok(Start::Pending(request)) => requests.push(request),
                 Ok(Start::Done(())) => {}
                 Err(e) => debug!("saying goodbye to a peer worker: {e}"),

@@ -396,7 +396,7 @@ impl Link {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
         let header = protocol::encode_probe(peer.id, kind, token);
-        match ep.am_send_owned(&lock, protocol::AM_PROBE, &header) {
+        match ep.am_send_owned(&lock, protocol::AM_PROBE, &header, &protocol::PROBE_PADDING) {
             Ok(Start::Done(())) => Ok(()),
             Ok(Start::Pending(request)) => {
                 request.free(&lock);
@@ -715,7 +715,7 @@ impl Link {
         // SAFETY: the header and status live in a box owned by the link until teardown, which
         // completes every send first.
         let started = unsafe {
-            ep.am_send(lock, protocol::AM_CREDIT, &credit.header, send_done, &credit.status as *const SendStatus as *mut c_void)
+            ep.am_send(lock, protocol::AM_CREDIT, &credit.header, &[], send_done, &credit.status as *const SendStatus as *mut c_void)
         };
         match started {
             Ok(Start::Done(())) => credit.status.done.store(true, Ordering::Release),

@@ -44,12 +44,13 @@
 //! `seq` = its own sequence number) carries the bytes of such an announcement (1 byte up to the
 //! receiver's `max_message`); it is received outside the slots, into the reader's memory when its
 //! length fits there. The receiver returns credits as an active message [`AM_CREDIT`] with a
-//! 12-byte header `dest id: u32, consumed: u64`. Before a side sends SWITCH it proves that the UCX path works in
-//! both directions: it sends an [`AM_PROBE`] ping (16-byte header `dest id: u32, kind: u8 = 1,
-//! reserved: [u8; 3] = 0, token: u64`), which the peer answers over UCX with a pong (kind 2, the
-//! same token). A worker being destroyed sends every peer worker an [`AM_GOODBYE`] with an 8-byte
-//! header `digest: u64` ([`worker_digest`] of its worker address; small enough for UCX to send at
-//! once, without a round trip to the peer).
+//! 12-byte header `dest id: u32, consumed: u64`. Before a side sends SWITCH it proves that the
+//! UCX path works in both directions: it sends an [`AM_PROBE`] ping (16-byte header `dest id: u32,
+//! kind: u8 = 1, reserved: [u8; 3] = 0, token: u64`, then 1 KiB of zeros, see [`PROBE_PADDING`]),
+//! which the peer answers over UCX with a pong (kind 2, the same token and padding). A worker
+//! being destroyed sends every peer worker an [`AM_GOODBYE`] with an 8-byte header `digest: u64`
+//! ([`worker_digest`] of its worker address; small enough for UCX to send at once, without a
+//! round trip to the peer).
 
 use std::fmt;
 
@@ -84,6 +85,12 @@ pub const MAX_MESSAGE: u32 = 1 << 30;
 /// Active-message identifier of probes (ping and pong) that prove a UCX path before SWITCH.
 pub const AM_PROBE: u32 = 0x4844;
 pub const PROBE_HEADER_LEN: usize = 16;
+/// The data after a probe's header: zeros, which the receiver ignores. They make the probe too
+/// big for UCX's inline sends, so it is copied into the receiver's buffers as stream data is.
+/// Over shared memory that maps the peer's receive buffers now, when a failure (no file
+/// descriptor left, say) keeps the connection on TCP, instead of at its first larger message,
+/// when it would cost the connection.
+pub static PROBE_PADDING: [u8; 1024] = [0; 1024];
 pub const PROBE_PING: u8 = 1;
 pub const PROBE_PONG: u8 = 2;
 /// Active-message identifier of credit updates.

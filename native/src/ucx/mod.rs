@@ -864,6 +864,7 @@ impl Endpoint {
         lock: &WorkerLock<'_>,
         id: u32,
         header: &[u8],
+        data: &[u8],
         cb: SendCallback,
         user_data: *mut c_void,
     ) -> Result<Start<()>> {
@@ -884,8 +885,8 @@ impl Endpoint {
                 id,
                 header.as_ptr() as *const c_void,
                 header.len() as sys::size_t,
-                ptr::null(),
-                0,
+                data.as_ptr() as *const c_void,
+                data.len() as sys::size_t,
                 &param,
             )
         };
@@ -896,14 +897,15 @@ impl Endpoint {
         }
     }
 
-    /// Sends a header-only active message whose completion nobody waits for. UCX reads the
-    /// header until the send completes, so it travels in a heap copy that the completion frees;
-    /// a pending request is returned to be waited for or freed (it completes on its own).
-    pub fn am_send_owned(&self, lock: &WorkerLock<'_>, id: u32, header: &[u8]) -> Result<Start<()>> {
+    /// Sends an active message (`header`, then the constant `data`) whose completion nobody
+    /// waits for. UCX reads the header until the send completes, so it travels in a heap copy
+    /// that the completion frees; a pending request is returned to be waited for or freed (it
+    /// completes on its own).
+    pub fn am_send_owned(&self, lock: &WorkerLock<'_>, id: u32, header: &[u8], data: &'static [u8]) -> Result<Start<()>> {
         let copy: *mut Vec<u8> = Box::into_raw(Box::new(header.to_vec()));
         // SAFETY: the copy stays allocated until `free_header` runs at completion (or below when
-        // UCX completed at once or refused: then the callback does not run).
-        let started = unsafe { self.am_send(lock, id, &*copy, free_header, copy as *mut c_void) };
+        // UCX completed at once or refused: then the callback does not run); `data` is static.
+        let started = unsafe { self.am_send(lock, id, &*copy, data, free_header, copy as *mut c_void) };
         match started {
             Ok(Start::Pending(request)) => Ok(Start::Pending(request)),
             other => {

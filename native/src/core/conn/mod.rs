@@ -595,8 +595,8 @@ impl Conn {
             }
             Action::Probe(token) => {
                 let sent = state.link.as_ref().map(|l| l.send_probe(protocol::PROBE_PING, token));
-                if let Some(Err(e)) = sent {
-                    debug!("connection {}: {e}", self.serial);
+                if let (Some(Err(e)), Some(neg)) = (sent, state.neg.as_mut()) {
+                    neg.decline(&e.to_string());
                 }
             }
             Action::Switched => {

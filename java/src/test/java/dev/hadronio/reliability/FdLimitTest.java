@@ -65,19 +65,7 @@ public class FdLimitTest {
 
     @Test
     public void serverAtTheLimitServesAndRecovers() throws Exception {
-        try {
-            serveAtTheLimit();
-        } catch (AssertionError first) {
-            if (provider != Reliability.Provider.HADRONIO) {
-                throw first;
-            }
-            // A known problem (README, "A client reset at the descriptor limit"): about one run in
-            // three fails; it is reported here and run once more, and two failures in a row fail.
-            System.out.println(getClass().getSimpleName() + "[" + provider + "]: KNOWN PROBLEM, running once more after: "
-                    + first.getMessage().split("\n")[0]);
-            resources.closeAll();
-            serveAtTheLimit();
-        }
+        serveAtTheLimit();
     }
 
     private void serveAtTheLimit() throws Exception {
