@@ -16,8 +16,7 @@
 //! as credits return. Staged bytes are bounded by the send buffer setting.
 
 use std::collections::VecDeque;
-use std::os::raw::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,14 +28,15 @@ use super::iov::Cursor;
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
 use crate::stats::{self, Counter};
-use crate::ucx::{self, Request, Start, WorkerLock};
+use crate::ucx::{self, Completion, Request, Start, Wake, WorkerLock};
 
 /// The part of a link that completion callbacks see. Only atomics.
 pub struct Shared {
     pub id: u32,
     touched_flag: AtomicBool,
     touched: Arc<Touched>,
-    slots: Box<[SlotStatus]>,
+    /// The receive slots' completions.
+    slots: Box<[Completion]>,
     /// Highest consumed count the peer reported in a credit message.
     peer_consumed: AtomicU64,
     /// The token of a probe ping to answer, and whether there is one.
@@ -45,6 +45,18 @@ pub struct Shared {
     /// The token of the last pong, and whether one came.
     pong: AtomicU64,
     ponged: AtomicBool,
+}
+
+impl Wake for Shared {
+    fn wake(&self) {
+        self.touch();
+    }
+}
+
+/// What the completions of a link's operations wake: its `Shared`, which outlives them.
+fn waker(shared: &Arc<Shared>) -> *const dyn Wake {
+    let shared: *const Shared = Arc::as_ptr(shared);
+    shared
 }
 
 impl Shared {
@@ -80,76 +92,9 @@ impl Shared {
     }
 }
 
-/// Completion state of one receive slot, written by [`recv_done`].
-struct SlotStatus {
-    owner: *const Shared,
-    done: AtomicBool,
-    status: AtomicI32,
-    tag: AtomicU64,
-    len: AtomicUsize,
-}
-
-// SAFETY: `owner` points to the `Shared` that contains this slot; it is only dereferenced while
-// that `Shared` is alive (callbacks run before the link is torn down).
-unsafe impl Send for SlotStatus {}
-// SAFETY: see `Send`; all other fields are atomics.
-unsafe impl Sync for SlotStatus {}
-
-impl SlotStatus {
-    fn complete(&self, status: i8, tag: u64, len: usize) {
-        self.status.store(status as i32, Ordering::Relaxed);
-        self.tag.store(tag, Ordering::Relaxed);
-        self.len.store(len, Ordering::Relaxed);
-        self.done.store(true, Ordering::Release);
-    }
-}
-
-/// Completion state of a send, written by [`send_done`].
-struct SendStatus {
-    owner: *const Shared,
-    done: AtomicBool,
-    status: AtomicI32,
-}
-
-// SAFETY: as for `SlotStatus`.
-unsafe impl Send for SendStatus {}
-// SAFETY: as for `SlotStatus`.
-unsafe impl Sync for SendStatus {}
-
-unsafe extern "C" fn recv_done(
-    _request: *mut c_void,
-    status: i8,
-    info: *const ucx1_sys::ucp_tag_recv_info_t,
-    user_data: *mut c_void,
-) {
-    // SAFETY: `user_data` is the `SlotStatus` the receive was posted with; it lives until the
-    // receive completed (teardown waits for this callback).
-    let slot = unsafe { &*(user_data as *const SlotStatus) };
-    // SAFETY: UCX passes a valid info pointer for completed receives (null-checked anyway).
-    let (tag, len) = match unsafe { info.as_ref() } {
-        Some(info) => (info.sender_tag, info.length as usize),
-        None => (0, 0),
-    };
-    slot.complete(status, tag, len);
-    // SAFETY: the owning `Shared` outlives every pending receive of its slots.
-    unsafe { &*slot.owner }.touch();
-}
-
-unsafe extern "C" fn ignore_send(_request: *mut c_void, _status: i8, _user_data: *mut c_void) {}
-
-unsafe extern "C" fn send_done(_request: *mut c_void, status: i8, user_data: *mut c_void) {
-    // SAFETY: `user_data` is the `SendStatus` the send was started with; it lives until this
-    // callback ran (teardown closes the endpoint, which completes every send, before freeing).
-    let send = unsafe { &*(user_data as *const SendStatus) };
-    send.status.store(status as i32, Ordering::Relaxed);
-    send.done.store(true, Ordering::Release);
-    // SAFETY: the owning `Shared` outlives every pending send.
-    unsafe { &*send.owner }.touch();
-}
-
 /// A staging buffer: bytes copied from the application, waiting for credits or for UCX.
 struct SendBuf {
-    status: SendStatus,
+    status: Completion,
     data: Vec<u8>,
     posted: bool,
     request: Option<Request>,
@@ -157,7 +102,7 @@ struct SendBuf {
 
 /// A credit message in flight (its header must stay valid until it completes).
 struct CreditSend {
-    status: SendStatus,
+    status: Completion,
     header: [u8; protocol::CREDIT_HEADER_LEN],
     request: Option<Request>,
 }
@@ -179,37 +124,6 @@ const LARGE_MIN: usize = 256 * 1024;
 /// Largest BODY message this side accepts (announced in ADDR).
 pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
 
-/// Completion state of a BODY receive, written by [`large_received`].
-struct LargeStatus {
-    owner: *const Shared,
-    done: AtomicBool,
-    status: AtomicI32,
-    len: AtomicUsize,
-}
-
-// SAFETY: as for `SlotStatus`.
-unsafe impl Send for LargeStatus {}
-// SAFETY: as for `SlotStatus`.
-unsafe impl Sync for LargeStatus {}
-
-unsafe extern "C" fn large_received(
-    _request: *mut c_void,
-    status: i8,
-    info: *const ucx1_sys::ucp_tag_recv_info_t,
-    user_data: *mut c_void,
-) {
-    // SAFETY: `user_data` is the boxed `LargeStatus` of the receive; it lives until the receive
-    // completed (teardown cancels and waits).
-    let large = unsafe { &*(user_data as *const LargeStatus) };
-    // SAFETY: UCX passes a valid info pointer for completed receives (null-checked anyway).
-    let len = unsafe { info.as_ref() }.map_or(0, |info| info.length as usize);
-    large.status.store(status as i32, Ordering::Relaxed);
-    large.len.store(len, Ordering::Relaxed);
-    large.done.store(true, Ordering::Release);
-    // SAFETY: the owning `Shared` outlives every pending receive.
-    unsafe { &*large.owner }.touch();
-}
-
 /// A BODY being received: into the caller's memory (blocking reads) or into the bounce buffer.
 struct LargeRx {
     /// Its length, if UCX knew it when the receive was posted.
@@ -218,23 +132,23 @@ struct LargeRx {
     capacity: usize,
     into_user: bool,
     offset: usize,
-    status: Box<LargeStatus>,
+    status: Box<Completion>,
     request: Option<Request>,
 }
 
 /// A BODY being sent straight from the caller's memory (blocking writes).
 struct LargeTx {
-    status: Arc<SendStatus>,
+    status: Arc<Completion>,
     request: Option<Request>,
 }
 
 /// Lets a blocking writer wait for its large send even after the connection was torn down.
 #[derive(Clone)]
-pub struct TxWaiter(Arc<SendStatus>);
+pub struct TxWaiter(Arc<Completion>);
 
 impl TxWaiter {
     pub fn done(&self) -> bool {
-        self.0.done.load(Ordering::Acquire)
+        self.0.is_done()
     }
 }
 
@@ -283,20 +197,12 @@ impl Link {
         let slot_len = slot_len as usize;
         let count = slots as usize;
         let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
-            let owner = weak.as_ptr();
+            let owner: *const dyn Wake = weak.as_ptr();
             Shared {
                 id,
                 touched_flag: AtomicBool::new(false),
                 touched: lane.touched.clone(),
-                slots: (0..count)
-                    .map(|_| SlotStatus {
-                        owner,
-                        done: AtomicBool::new(false),
-                        status: AtomicI32::new(0),
-                        tag: AtomicU64::new(0),
-                        len: AtomicUsize::new(0),
-                    })
-                    .collect(),
+                slots: (0..count).map(|_| Completion::new(owner, false)).collect(),
                 peer_consumed: AtomicU64::new(0),
                 ping: AtomicU64::new(0),
                 pinged: AtomicBool::new(false),
@@ -305,7 +211,7 @@ impl Link {
             }
         });
         let credit = Box::new(CreditSend {
-            status: SendStatus { owner: Arc::as_ptr(&shared), done: AtomicBool::new(true), status: AtomicI32::new(0) },
+            status: Completion::new(waker(&shared), true),
             header: [0; protocol::CREDIT_HEADER_LEN],
             request: None,
         });
@@ -366,21 +272,12 @@ impl Link {
     fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
         let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx_posted);
         self.rx_posted += 1;
-        let status = &self.shared.slots[slot];
-        status.done.store(false, Ordering::Relaxed);
+        let done = &self.shared.slots[slot];
+        done.start();
         let buffer = self.memory[slot * self.slot_len..].as_mut_ptr();
-        // SAFETY: the slot's memory and status live until the link is torn down, which cancels
-        // and waits for every pending receive first.
-        let started = unsafe {
-            lock.tag_recv(
-                buffer,
-                self.slot_len,
-                tag,
-                protocol::FULL_MASK,
-                recv_done,
-                status as *const SlotStatus as *mut c_void,
-            )
-        };
+        // SAFETY: the slot's memory and completion (and the `Shared` it wakes) live until the link
+        // is torn down, which cancels and waits for every pending receive first.
+        let started = unsafe { lock.tag_recv(buffer, self.slot_len, tag, protocol::FULL_MASK, done) };
         match started {
             Ok(request) => self.requests[slot] = Some(request),
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
@@ -481,8 +378,8 @@ impl Link {
     /// Whether a read would return bytes (or make progress on a BODY).
     pub fn readable(&self) -> bool {
         match &self.large_rx {
-            Some(large) => large.status.done.load(Ordering::Acquire),
-            None => self.shared.slots[self.head].done.load(Ordering::Acquire),
+            Some(large) => large.status.is_done(),
+            None => self.shared.slots[self.head].is_done(),
         }
     }
 
@@ -494,12 +391,12 @@ impl Link {
     /// Whether a BODY is being received into the caller's memory (the caller must wait for it
     /// before returning, see [`Link::large_rx_done`]).
     pub fn user_rx_pending(&self) -> bool {
-        self.large_rx.as_ref().is_some_and(|l| l.into_user && !l.status.done.load(Ordering::Acquire))
+        self.large_rx.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
     }
 
     /// Whether the BODY receive into the caller's memory finished.
     pub fn large_rx_done(&self) -> bool {
-        self.large_rx.as_ref().map_or(true, |l| !l.into_user || l.status.done.load(Ordering::Acquire))
+        self.large_rx.as_ref().map_or(true, |l| !l.into_user || l.status.is_done())
     }
 
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
@@ -512,12 +409,12 @@ impl Link {
         let mut lock = None;
         while dst.remaining() > 0 {
             if let Some(large) = &mut self.large_rx {
-                if !large.status.done.load(Ordering::Acquire) {
+                if !large.status.is_done() {
                     break;
                 }
-                let status = large.status.status.load(Ordering::Relaxed);
-                let got = large.status.len.load(Ordering::Relaxed);
-                if status != 0 || got == 0 || large.expected.is_some_and(|expected| got != expected) {
+                let status = large.status.status();
+                let got = large.status.length();
+                if status != ucx::Status::OK || got == 0 || large.expected.is_some_and(|expected| got != expected) {
                     return Err(Self::body_error(status, got, large.expected, large.capacity));
                 }
                 if large.into_user {
@@ -539,18 +436,18 @@ impl Link {
                 continue;
             }
             let slot = &self.shared.slots[self.head];
-            if !slot.done.load(Ordering::Acquire) {
+            if !slot.is_done() {
                 break;
             }
-            let status = slot.status.load(Ordering::Relaxed);
-            if status != 0 {
-                return Err(if status == ucx::Status::MESSAGE_TRUNCATED.0 as i32 {
+            let status = slot.status();
+            if status != ucx::Status::OK {
+                return Err(if status == ucx::Status::MESSAGE_TRUNCATED {
                     Error::new(Status::Protocol, "hadroNIO protocol error: peer sent a message larger than its credit allows")
                 } else {
-                    Error::new(Status::Reset, format!("UCX receive failed: {}", ucx::Status(status as i8)))
+                    Error::new(Status::Reset, format!("UCX receive failed: {status}"))
                 });
             }
-            let len = slot.len.load(Ordering::Relaxed);
+            let len = slot.length();
             if len == 0 {
                 // A BODY announcement: its length is known once UCX has seen the BODY's first
                 // bytes (its sender sent it right after); the reader's memory takes it if it fits.
@@ -614,18 +511,17 @@ impl Link {
         Ok(Some(body))
     }
 
-    fn body_error(status: i32, got: usize, expected: Option<usize>, capacity: usize) -> Error {
-        if status == ucx::Status::MESSAGE_TRUNCATED.0 as i32 {
+    fn body_error(status: ucx::Status, got: usize, expected: Option<usize>, capacity: usize) -> Error {
+        if status == ucx::Status::MESSAGE_TRUNCATED {
             return Error::new(Status::Protocol, format!("hadroNIO protocol error: a BODY larger than {capacity} bytes"));
         }
-        if status == 0 && got == 0 {
+        if status == ucx::Status::OK && got == 0 {
             return Error::new(Status::Protocol, "hadroNIO protocol error: an empty BODY");
         }
         Error::new(
             Status::Reset,
             format!(
-                "receiving a large message failed: {} ({got} of {} bytes)",
-                ucx::Status(status as i8),
+                "receiving a large message failed: {status} ({got} of {} bytes)",
                 expected.map_or_else(|| String::from("?"), |e| e.to_string())
             ),
         )
@@ -635,12 +531,7 @@ impl Link {
     /// into the bounce buffer, sized for the BODY if its length is known and for the largest one
     /// this side accepts otherwise.
     fn start_large_rx(&mut self, lock: &WorkerLock<'_>, expected: Option<usize>, user: Option<usize>) -> Result<()> {
-        let status = Box::new(LargeStatus {
-            owner: Arc::as_ptr(&self.shared),
-            done: AtomicBool::new(false),
-            status: AtomicI32::new(0),
-            len: AtomicUsize::new(0),
-        });
+        let status = Box::new(Completion::new(waker(&self.shared), false));
         let capacity = expected.unwrap_or_else(|| self.body_limit());
         let buffer = match user {
             Some(addr) => addr as *mut u8,
@@ -653,11 +544,9 @@ impl Link {
         };
         let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
         // SAFETY: the buffer (caller memory kept alive until the caller saw completion, or the
-        // bounce buffer owned by the link) and the boxed status stay valid until the receive
-        // completes; teardown cancels and waits for it.
-        let started = unsafe {
-            lock.tag_recv(buffer, capacity, tag, protocol::FULL_MASK, large_received, &*status as *const LargeStatus as *mut c_void)
-        };
+        // bounce buffer owned by the link) and the boxed completion (and the `Shared` it wakes)
+        // stay valid until the receive completes; teardown cancels and waits for it.
+        let started = unsafe { lock.tag_recv(buffer, capacity, tag, protocol::FULL_MASK, &status) };
         let request = match started {
             Ok(request) => request,
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
@@ -681,7 +570,7 @@ impl Link {
         // A matched receive completes when the rest of the message arrives or the endpoint
         // fails; a peer that died mid-message does neither.
         let deadline = Instant::now() + wait;
-        while !large.status.done.load(Ordering::Acquire) {
+        while !large.status.is_done() {
             if Instant::now() >= deadline {
                 warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
                 let large = self.large_rx.take();
@@ -701,7 +590,7 @@ impl Link {
             self.credit_wanted = true;
             return Ok(());
         };
-        if !self.credit.status.done.load(Ordering::Acquire) {
+        if !self.credit.status.is_done() {
             self.credit_wanted = true;
             return Ok(());
         }
@@ -710,18 +599,16 @@ impl Link {
         }
         self.credit_wanted = false;
         self.credit.header = protocol::encode_credit(peer.id, self.rx.consumed());
-        self.credit.status.done.store(false, Ordering::Relaxed);
+        self.credit.status.start();
         let credit = &mut *self.credit;
-        // SAFETY: the header and status live in a box owned by the link until teardown, which
+        // SAFETY: the header and completion live in a box owned by the link until teardown, which
         // completes every send first.
-        let started = unsafe {
-            ep.am_send(lock, protocol::AM_CREDIT, &credit.header, &[], send_done, &credit.status as *const SendStatus as *mut c_void)
-        };
+        let started = unsafe { ep.am_send(lock, protocol::AM_CREDIT, &credit.header, &[], &credit.status) };
         match started {
-            Ok(Start::Done(())) => credit.status.done.store(true, Ordering::Release),
+            Ok(Start::Done(())) => credit.status.finish(),
             Ok(Start::Pending(request)) => credit.request = Some(request),
             Err(e) => {
-                credit.status.done.store(true, Ordering::Release);
+                credit.status.finish();
                 return Err(Error::new(Status::Reset, format!("sending credits: {e}")));
             }
         }
@@ -762,7 +649,7 @@ impl Link {
 
     /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
-        self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.done.load(Ordering::Acquire)
+        self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.is_done()
     }
 
     /// The tag of our next slot message.
@@ -828,7 +715,7 @@ impl Link {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
         let tag = self.tag(peer);
         // SAFETY: immediate-only and empty: UCX completes or does nothing.
-        let started = unsafe { ep.tag_send(lock, EMPTY.as_ptr(), 0, tag, true, ignore_send, std::ptr::null_mut()) };
+        let started = unsafe { ep.tag_send(lock, EMPTY.as_ptr(), 0, tag, true, None) };
         match started {
             Ok(Some(Start::Done(()))) => {}
             Ok(Some(Start::Pending(request))) => {
@@ -839,14 +726,12 @@ impl Link {
             Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
         }
         self.tx.on_sent();
-        let status = Arc::new(SendStatus { owner: Arc::as_ptr(&self.shared), done: AtomicBool::new(false), status: AtomicI32::new(0) });
+        let status = Arc::new(Completion::new(waker(&self.shared), false));
         let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx_large_seq);
         self.tx_large_seq += 1;
         // SAFETY: the caller's memory stays valid until the send completed: the blocking writer
         // waits for `user_tx_pending` to clear (teardown closes the endpoint, which completes it).
-        let started = unsafe {
-            ep.tag_send(lock, addr as *const u8, len, tag, false, send_done, &*status as *const SendStatus as *mut c_void)
-        };
+        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, false, Some(&status)) };
         match started {
             Ok(Some(Start::Done(()))) | Ok(None) => {}
             Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
@@ -867,7 +752,7 @@ impl Link {
 
     /// Whether that send completed (then [`Link::finish_user_tx`] releases it).
     pub fn user_tx_done(&self) -> bool {
-        self.large_tx.as_ref().map_or(true, |l| l.status.done.load(Ordering::Acquire))
+        self.large_tx.as_ref().map_or(true, |l| l.status.is_done())
     }
 
     /// Gives up on a BODY send the peer will never take (it is gone): the request and its
@@ -892,13 +777,13 @@ impl Link {
             return Ok(());
         }
         let Some(large) = self.large_tx.take() else { return Ok(()) };
-        let status = large.status.status.load(Ordering::Relaxed);
+        let status = large.status.status();
         if let Some(request) = large.request {
             let worker = self.lane.worker.clone();
             request.free(&worker.lock());
         }
-        if status != 0 {
-            return Err(Error::new(Status::Reset, format!("sending a large message failed: {}", ucx::Status(status as i8))));
+        if status != ucx::Status::OK {
+            return Err(Error::new(Status::Reset, format!("sending a large message failed: {status}")));
         }
         Ok(())
     }
@@ -910,7 +795,7 @@ impl Link {
         let tag = self.tag(peer);
         // SAFETY: with `immediate_only` UCX either completes (and no longer needs the memory) or
         // does nothing; the memory is valid for this call.
-        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, ignore_send, std::ptr::null_mut()) };
+        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, None) };
         match started {
             Ok(Some(Start::Done(()))) => {
                 self.tx.on_sent();
@@ -948,10 +833,10 @@ impl Link {
         if !self.staged.is_empty() && self.staged_bytes + peer.slot_len > self.send_buffer {
             return false;
         }
-        let owner = Arc::as_ptr(&self.shared);
+        let owner = waker(&self.shared);
         let mut buf = self.spare.pop().unwrap_or_else(|| {
             Box::new(SendBuf {
-                status: SendStatus { owner, done: AtomicBool::new(false), status: AtomicI32::new(0) },
+                status: Completion::new(owner, false),
                 data: Vec::with_capacity(peer.slot_len),
                 posted: false,
                 request: None,
@@ -959,7 +844,7 @@ impl Link {
         });
         buf.data.clear();
         buf.posted = false;
-        buf.status.done.store(false, Ordering::Relaxed);
+        buf.status.start();
         let n = peer.slot_len.min(src.remaining());
         buf.data.resize(n, 0);
         // SAFETY: the source regions are caller memory valid for this call.
@@ -980,15 +865,13 @@ impl Link {
             let buf = &mut self.staged[index];
             // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
             // completed (or teardown closed the endpoint, which completes it).
-            let started = unsafe {
-                ep.tag_send(lock, buf.data.as_ptr(), buf.data.len(), tag, false, send_done, &buf.status as *const SendStatus as *mut c_void)
-            };
+            let started = unsafe { ep.tag_send(lock, buf.data.as_ptr(), buf.data.len(), tag, false, Some(&buf.status)) };
             buf.posted = true;
             match started {
-                Ok(Some(Start::Done(()))) | Ok(None) => buf.status.done.store(true, Ordering::Release),
+                Ok(Some(Start::Done(()))) | Ok(None) => buf.status.finish(),
                 Ok(Some(Start::Pending(request))) => buf.request = Some(request),
                 Err(e) => {
-                    buf.status.done.store(true, Ordering::Release);
+                    buf.status.finish();
                     return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
                 }
             }
@@ -1004,7 +887,7 @@ impl Link {
         let mut i = 0;
         while i < self.staged.len() {
             let buf = &self.staged[i];
-            if buf.posted && buf.status.done.load(Ordering::Acquire) {
+            if buf.posted && buf.status.is_done() {
                 if let Some(mut buf) = self.staged.remove(i) {
                     if let Some(request) = buf.request.take() {
                         request.free(lock);
@@ -1077,19 +960,19 @@ impl Link {
 
     /// Whether a cancelled receive has not completed yet.
     fn receives_in_flight(&self) -> bool {
-        self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.done.load(Ordering::Acquire))
-            || self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].done.load(Ordering::Acquire))
+        self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.is_done())
+            || self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].is_done())
     }
 
     /// Frees the receive requests that completed.
     fn free_completed_receives(&mut self, lock: &WorkerLock<'_>) {
-        if self.large_rx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
+        if self.large_rx.as_ref().is_some_and(|l| l.status.is_done()) {
             if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
                 request.free(lock);
             }
         }
         for (i, request) in self.requests.iter_mut().enumerate() {
-            if request.is_some() && self.shared.slots[i].done.load(Ordering::Acquire) {
+            if request.is_some() && self.shared.slots[i].is_done() {
                 if let Some(request) = request.take() {
                     request.free(lock);
                 }
@@ -1102,13 +985,13 @@ impl Link {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
         self.free_completed_receives(&lock);
-        if self.large_tx.as_ref().is_some_and(|l| l.status.done.load(Ordering::Acquire)) {
+        if self.large_tx.as_ref().is_some_and(|l| l.status.is_done()) {
             if let Some(request) = self.large_tx.take().and_then(|l| l.request) {
                 request.free(&lock);
             }
         }
         self.staged.retain_mut(|buf| {
-            if buf.posted && !buf.status.done.load(Ordering::Acquire) {
+            if buf.posted && !buf.status.is_done() {
                 return true;
             }
             if let Some(request) = buf.request.take() {
@@ -1117,7 +1000,7 @@ impl Link {
             false
         });
         self.staged_bytes = self.staged.iter().map(|b| b.data.len()).sum();
-        if self.credit.status.done.load(Ordering::Acquire) {
+        if self.credit.status.is_done() {
             if let Some(request) = self.credit.request.take() {
                 request.free(&lock);
             }
@@ -1151,7 +1034,7 @@ impl Drop for Link {
             let credit = std::mem::replace(
                 &mut self.credit,
                 Box::new(CreditSend {
-                    status: SendStatus { owner: std::ptr::null(), done: AtomicBool::new(true), status: AtomicI32::new(0) },
+                    status: Completion::idle(),
                     header: [0; protocol::CREDIT_HEADER_LEN],
                     request: None,
                 }),

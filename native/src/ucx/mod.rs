@@ -7,9 +7,12 @@
 //! Thread rule: a UCX worker is created in `UCS_THREAD_MODE_SINGLE`; every call that touches a
 //! worker or one of its endpoints takes the worker's re-entrant lock (see [`Worker::lock`]), so the
 //! wrappers can be used from any thread. Completion callbacks run inside [`Worker::progress`], with
-//! that lock held; they must only touch atomics.
+//! that lock held; they fill in a [`Completion`] and wake its owner, nothing else.
 
+mod completion;
 pub mod logging;
+
+pub use completion::{Completion, Wake};
 
 use std::ffi::{CStr, CString};
 use std::fmt;
@@ -398,9 +401,9 @@ pub enum Start<T> {
 }
 
 /// Completion callback of a tagged receive: `(request, status, info, user_data)`.
-pub type RecvCallback = unsafe extern "C" fn(*mut c_void, i8, *const sys::ucp_tag_recv_info_t, *mut c_void);
+type RecvCallback = unsafe extern "C" fn(*mut c_void, i8, *const sys::ucp_tag_recv_info_t, *mut c_void);
 /// Completion callback of a send: `(request, status, user_data)`.
-pub type SendCallback = unsafe extern "C" fn(*mut c_void, i8, *mut c_void);
+type SendCallback = unsafe extern "C" fn(*mut c_void, i8, *mut c_void);
 /// What an active-message handler gets: the message's header bytes. It runs inside
 /// [`WorkerLock::progress`], with the worker's lock held, and must only note what arrived.
 pub type AmHandler = dyn Fn(&[u8]) + Send + Sync;
@@ -608,31 +611,23 @@ impl WorkerLock<'_> {
         Ok(())
     }
 
-    /// Posts a tagged receive of at most `length` bytes into `buffer`. `cb` always runs with the
-    /// message's tag and length, inside this call if the message was already there (UCX 1.12
-    /// reports neither for a receive that completes at once), else inside
+    /// Posts a tagged receive of at most `length` bytes into `buffer`. `done` is always filled
+    /// in with the message's tag and length, inside this call if the message was already there
+    /// (UCX 1.12 reports neither for a receive that completes at once), else inside
     /// [`WorkerLock::progress`]; the returned request is freed by the caller either way.
     ///
     /// # Safety
     /// `buffer..buffer+length` must stay valid and unused by anyone else until the receive
-    /// completes (callback ran) or is cancelled and its callback ran; `user_data` must stay valid
-    /// until then as well.
-    pub unsafe fn tag_recv(
-        &self,
-        buffer: *mut u8,
-        length: usize,
-        tag: u64,
-        mask: u64,
-        cb: RecvCallback,
-        user_data: *mut c_void,
-    ) -> Result<Request> {
+    /// completes (`done` says so) or is cancelled and completes; `done` and its waker must stay
+    /// valid until then as well.
+    pub unsafe fn tag_recv(&self, buffer: *mut u8, length: usize, tag: u64, mask: u64, done: &Completion) -> Result<Request> {
         // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
         let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
         param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
             | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
             | sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_NO_IMM_CMPL as u32;
-        param.cb.recv = recv_cb(cb);
-        param.user_data = user_data;
+        param.cb.recv = recv_cb(completion::received);
+        param.user_data = done.as_user_data();
         // SAFETY: the caller guarantees the buffer and user data; the lock is held.
         let ptr = unsafe {
             sys::ucp_tag_recv_nbx(self.worker.handle, buffer as *mut c_void, length as sys::size_t, tag, mask, &param)
@@ -818,12 +813,13 @@ impl Endpoint {
         &self.worker
     }
 
-    /// Sends `length` bytes with `tag`. With `immediate_only`, succeeds only if UCX can complete
-    /// the send before returning (`Ok(None)` otherwise, nothing sent).
+    /// Sends `length` bytes with `tag`; a send that does not complete at once fills in `done`
+    /// when it does (if given). With `immediate_only`, succeeds only if UCX can complete the send
+    /// before returning (`Ok(None)` otherwise, nothing sent).
     ///
     /// # Safety
-    /// Unless `Done` is returned, `buffer..buffer+length` and `user_data` must stay valid and
-    /// unchanged until the callback ran.
+    /// Unless `Done` is returned, `buffer..buffer+length` must stay valid and unchanged, and
+    /// `done` and its waker valid, until the send completed.
     pub unsafe fn tag_send(
         &self,
         lock: &WorkerLock<'_>,
@@ -831,8 +827,7 @@ impl Endpoint {
         length: usize,
         tag: u64,
         immediate_only: bool,
-        cb: SendCallback,
-        user_data: *mut c_void,
+        done: Option<&Completion>,
     ) -> Result<Option<Start<()>>> {
         debug_assert!(ptr::eq(lock.worker, &*self.worker));
         // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
@@ -842,8 +837,8 @@ impl Endpoint {
         if immediate_only {
             param.op_attr_mask |= sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL as u32;
         }
-        param.cb.send = send_cb(cb);
-        param.user_data = user_data;
+        param.cb.send = send_cb(completion::sent);
+        param.user_data = done.map_or(ptr::null_mut(), Completion::as_user_data);
         // SAFETY: the endpoint is valid and its worker is locked; the caller guarantees the buffer.
         let ptr = unsafe { sys::ucp_tag_send_nbx(self.handle, buffer as *const c_void, length as sys::size_t, tag, &param) };
         match decode_ptr(ptr) {
@@ -854,12 +849,30 @@ impl Endpoint {
         }
     }
 
-    /// Sends a header-only active message with identifier `id`.
+    /// Sends an active message with identifier `id`; a send that does not complete at once fills
+    /// in `done` when it does.
     ///
     /// # Safety
-    /// Unless `Done` is returned, `header` and `user_data` must stay valid and unchanged until
-    /// `cb` ran (UCX reads the header from the caller's memory until the send completes).
+    /// Unless `Done` is returned, `header` and `data` must stay valid and unchanged, and `done`
+    /// and its waker valid, until the send completed (UCX reads the header from the caller's
+    /// memory until then).
     pub unsafe fn am_send(
+        &self,
+        lock: &WorkerLock<'_>,
+        id: u32,
+        header: &[u8],
+        data: &[u8],
+        done: &Completion,
+    ) -> Result<Start<()>> {
+        // SAFETY: as the caller guarantees.
+        unsafe { self.am_send_raw(lock, id, header, data, completion::sent, done.as_user_data()) }
+    }
+
+    /// [`Endpoint::am_send`] with any callback.
+    ///
+    /// # Safety
+    /// As for `am_send`, with `user_data` valid for `cb` until it ran.
+    unsafe fn am_send_raw(
         &self,
         lock: &WorkerLock<'_>,
         id: u32,
@@ -905,7 +918,7 @@ impl Endpoint {
         let copy: *mut Vec<u8> = Box::into_raw(Box::new(header.to_vec()));
         // SAFETY: the copy stays allocated until `free_header` runs at completion (or below when
         // UCX completed at once or refused: then the callback does not run); `data` is static.
-        let started = unsafe { self.am_send(lock, id, &*copy, data, free_header, copy as *mut c_void) };
+        let started = unsafe { self.am_send_raw(lock, id, &*copy, data, free_header, copy as *mut c_void) };
         match started {
             Ok(Start::Pending(request)) => Ok(Start::Pending(request)),
             other => {
