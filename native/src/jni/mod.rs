@@ -8,7 +8,7 @@
 //! the JDK exception of the error through the table in [`errors`].
 //!
 //! Thread rule for every handle argument: see [`handle`]. Blocking calls may run concurrently
-//! with any other call on the same handle except `destroy`.
+//! with any other call on the same handle; a `destroy` during a call frees the handle after it.
 
 pub mod errors;
 pub mod handle;
@@ -456,8 +456,8 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connClose(env: *mut JNIEnv, 
     })
 }
 
-/// `static native void connDestroy(long handle)`: releases the caller's handle. No other call on
-/// this handle may run concurrently or follow.
+/// `static native void connDestroy(long handle)`: releases the caller's handle (freed after the
+/// calls still running on it). No call on this handle may follow.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connDestroy(env: *mut JNIEnv, _class: jclass, conn: jlong) {
     slow(env, (), |_| {
@@ -717,7 +717,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_keyInterest(_env: *mut JNIEn
 pub extern "C" fn Java_dev_hadronio_internal_Native_keyDeregister(env: *mut JNIEnv, _class: jclass, selector: jlong, key: jlong) {
     slow(env, (), |_| {
         let selector = handle::get::<Selector>(selector)?;
-        selector.deregister(handle::get::<Key>(key)?);
+        selector.deregister(&*handle::get::<Key>(key)?);
         handle::destroy::<Key>(key)
     })
 }
