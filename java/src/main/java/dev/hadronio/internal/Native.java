@@ -4,7 +4,8 @@ package dev.hadronio.internal;
  * Every native method of hadroNIO, implemented by {@code libhadronio.so} (native/src/jni).
  *
  * <p>Handles are {@code long}s owned by the Java object that created them; {@code *Destroy}
- * releases one and must not run concurrently with, or be followed by, any other call on it.
+ * releases one (the library frees it after the calls still running on it) and must not be
+ * followed by any other call on it.
  * Hot-path methods ({@link #connRead}, {@link #connReadv}, {@link #connWrite},
  * {@link #connWritev}, {@link #selectorSelect}, {@link #selectorWakeup}, {@link #keyInterest})
  * return {@code >= 0} for a count and a negative {@link Status} code otherwise; the message of a

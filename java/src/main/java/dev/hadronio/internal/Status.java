@@ -41,6 +41,56 @@ public final class Status {
     }
 
     /**
+     * Drops the message of a failed call whose failure needs no exception: a write that already
+     * moved bytes, say, or a wakeup; the next call reports it again if it lasts.
+     */
+    public static void ignore(long code) {
+        if (code < 0) {
+            Native.lastError();
+        }
+    }
+
+    /**
+     * A read's result: the count, -1 at the end of the stream, 0 for a blocking read ended by a
+     * close (the caller's {@code end()} then throws {@code AsynchronousCloseException}), else the
+     * exception.
+     */
+    public static int readResult(long n, boolean blocking) throws IOException {
+        if (n >= 0) {
+            return (int) n;
+        }
+        if (n == EOF) {
+            return -1;
+        }
+        if (n == CLOSED) {
+            ignore(n);
+            if (!blocking) {
+                throw new ClosedChannelException();
+            }
+            return 0;
+        }
+        throw exception(n);
+    }
+
+    /**
+     * A write's result: the count, 0 for a write ended by a close or a shutdown of the output
+     * (the caller turns that into the exception the JDK throws), else the exception.
+     */
+    public static int writeResult(long n, boolean blocking) throws IOException {
+        if (n >= 0) {
+            return (int) n;
+        }
+        if (n == CLOSED || n == OUTPUT_SHUTDOWN) {
+            ignore(n);
+            if (!blocking && n == CLOSED) {
+                throw new ClosedChannelException();
+            }
+            return 0;
+        }
+        throw exception(n);
+    }
+
+    /**
      * The exception for a negative status code returned on this thread; the message comes from
      * {@link Native#lastError()}. {@code CLOSED} maps to {@link ClosedChannelException}: callers
      * that were blocked turn it into {@code AsynchronousCloseException} through {@code end()}.

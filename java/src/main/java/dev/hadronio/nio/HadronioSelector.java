@@ -252,10 +252,7 @@ public final class HadronioSelector extends AbstractSelector {
         synchronized (wakeupLock) {
             long h = handle.get();
             if (h != 0) {
-                int status = Native.selectorWakeup(h);
-                if (status < 0) {
-                    Native.lastError();
-                }
+                Status.ignore(Native.selectorWakeup(h));
             }
         }
         return this;
@@ -273,7 +270,7 @@ public final class HadronioSelector extends AbstractSelector {
             }
             processDeregisterQueue();
             synchronized (wakeupLock) {
-                handle.release();
+                handle.retire();
             }
         }
     }

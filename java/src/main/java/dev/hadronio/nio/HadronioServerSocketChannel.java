@@ -33,8 +33,6 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
     private volatile int acceptTimeoutMillis;
     private ServerSocketAdaptor adaptor;
     private boolean closing;
-    /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
-    private int active;
     /** Where virtual threads wait for connections; registered on first use. */
     private volatile VirtualPoller.Waits waits;
 
@@ -93,33 +91,16 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
                 if (blocking) {
                     begin();
                 }
-                long h;
                 synchronized (stateLock) {
                     ensureOpen();
                     if (localAddress == null) {
                         throw new NotYetBoundException();
                     }
-                    if (closing) {
-                        throw new ClosedChannelException();
-                    }
-                    active++;
-                    h = handle.get();
                 }
-                try {
-                    long timeout = adaptor ? acceptTimeoutMillis : 0;
-                    if (HadronioSocketChannel.parks(blocking)) {
-                        accepted = acceptParked(h, HadronioSocketChannel.deadline(timeout));
-                    } else {
-                        accepted = Native.listenerAccept(h, blocking, timeout);
-                    }
-                } finally {
-                    synchronized (stateLock) {
-                        active--;
-                        if (active == 0 && closing) {
-                            handle.release();
-                        }
-                    }
-                }
+                long timeout = adaptor ? acceptTimeoutMillis : 0;
+                accepted = handle.call(h -> HadronioSocketChannel.parks(blocking)
+                    ? acceptParked(h, HadronioSocketChannel.deadline(timeout))
+                    : Native.listenerAccept(h, blocking, timeout));
             } finally {
                 if (blocking) {
                     end(accepted != 0);
@@ -167,10 +148,8 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
         synchronized (stateLock) {
             closing = true;
             Native.listenerClose(handle.get());
+            handle.retire();
             w = waits;
-            if (active == 0) {
-                handle.release();
-            }
         }
         if (w != null) {
             w.close();

@@ -40,8 +40,13 @@ public final class HadronioSocketChannel extends SocketChannel {
     private static final int UNCONNECTED = 0;
     private static final int PENDING = 1;
     private static final int CONNECTED = 2;
-    private static final int CLOSING = 3;
-    private static final int CLOSED = 4;
+    private static final int CLOSED = 3;
+    /**
+     * Classes the read and write paths need, loaded with this one: a server whose first read
+     * comes when its process has no file descriptor left (at its limit) could not open their
+     * class files then.
+     */
+    private static final Class<?>[] PRELOADED = {Status.class, NativeHandle.Call.class};
 
     private final ReentrantLock readLock = new ReentrantLock();
     private final ReentrantLock writeLock = new ReentrantLock();
@@ -55,8 +60,6 @@ public final class HadronioSocketChannel extends SocketChannel {
     private InetSocketAddress remoteAddress;
     private volatile int readTimeoutMillis;
     private SocketAdaptor adaptor;
-    /** Threads inside a native call with {@link #handle}; guarded by {@link #stateLock}. */
-    private int active;
     /** Where virtual threads wait for this channel; registered on first use. */
     private volatile VirtualPoller.Waits waits;
 
@@ -96,35 +99,11 @@ public final class HadronioSocketChannel extends SocketChannel {
 
     private void ensureOpenAndConnected() throws ClosedChannelException {
         int s = state;
-        if (s >= CLOSING || !isOpen()) {
+        if (s == CLOSED || !isOpen()) {
             throw new ClosedChannelException();
         }
         if (s != CONNECTED) {
             throw new NotYetConnectedException();
-        }
-    }
-
-    /**
-     * Marks the start of a native call and returns the handle for it; the handle stays valid until
-     * {@link #leave()}, even if the channel is closed meanwhile (its destruction is deferred).
-     */
-    private long enter() throws ClosedChannelException {
-        synchronized (stateLock) {
-            if (state >= CLOSING) {
-                throw new ClosedChannelException();
-            }
-            active++;
-            return handle.get();
-        }
-    }
-
-    private void leave() {
-        synchronized (stateLock) {
-            active--;
-            if (active == 0 && state == CLOSING) {
-                state = CLOSED;
-                handle.release();
-            }
         }
     }
 
@@ -166,27 +145,23 @@ public final class HadronioSocketChannel extends SocketChannel {
         if (remaining == 0) {
             return 0;
         }
-        long h = enter();
-        int n;
-        try {
-            if (dst.isDirect()) {
-                n = readNative(h, Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
-                if (n > 0) {
-                    dst.position(position + n);
-                }
-            } else {
-                ByteBuffer temporary = Buffers.temporary(remaining);
-                int length = Math.min(remaining, temporary.capacity());
-                n = readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis);
-                if (n > 0) {
-                    temporary.limit(n);
-                    dst.put(temporary);
-                }
+        long n;
+        if (dst.isDirect()) {
+            long address = Buffers.address(dst) + position;
+            n = handle.call(h -> readNative(h, address, remaining, blocking, timeoutMillis));
+            if (n > 0) {
+                dst.position(position + (int) n);
             }
-        } finally {
-            leave();
+        } else {
+            ByteBuffer temporary = Buffers.temporary(remaining);
+            int length = Math.min(remaining, temporary.capacity());
+            n = handle.call(h -> readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis));
+            if (n > 0) {
+                temporary.limit((int) n);
+                dst.put(temporary);
+            }
         }
-        return readResult(n, blocking);
+        return Status.readResult(n, blocking);
     }
 
     /** A native read; a virtual thread reads without blocking and parks while nothing comes. */
@@ -218,23 +193,6 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
     }
 
-    private int readResult(long n, boolean blocking) throws IOException {
-        if (n >= 0) {
-            return (int) n;
-        }
-        if (n == Status.EOF) {
-            return -1;
-        }
-        if (n == Status.CLOSED) {
-            Native.lastError();
-            if (!blocking) {
-                throw new ClosedChannelException();
-            }
-            return 0;
-        }
-        throw Status.exception(n);
-    }
-
     @Override
     public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
         Objects.checkFromIndexSize(offset, length, dsts.length);
@@ -262,17 +220,12 @@ public final class HadronioSocketChannel extends SocketChannel {
                 if (vector.count() == 0) {
                     return 0;
                 }
-                long h = enter();
-                long r;
-                try {
-                    r = readvNative(h, vector.address(), vector.count(), blocking, readTimeoutMillis);
-                } finally {
-                    leave();
-                }
+                int timeoutMillis = readTimeoutMillis;
+                long r = handle.call(h -> readvNative(h, vector.address(), vector.count(), blocking, timeoutMillis));
                 if (r > 0) {
                     vector.complete(dsts, r, true);
                 }
-                n = readResult(r, blocking);
+                n = Status.readResult(r, blocking);
             } finally {
                 endBlocking(blocking, n > 0);
                 if (n <= 0 && inputClosed) {
@@ -320,17 +273,12 @@ public final class HadronioSocketChannel extends SocketChannel {
             return 0;
         }
         if (src.isDirect()) {
-            long h = enter();
-            int n;
-            try {
-                n = writeNative(h, Buffers.address(src) + position, remaining, blocking);
-            } finally {
-                leave();
-            }
+            long address = Buffers.address(src) + position;
+            long n = handle.call(h -> writeNative(h, address, remaining, blocking));
             if (n > 0) {
-                src.position(position + n);
+                src.position(position + (int) n);
             }
-            return writeResult(n, blocking);
+            return Status.writeResult(n, blocking);
         }
         int written = 0;
         while (written < remaining) {
@@ -339,23 +287,17 @@ public final class HadronioSocketChannel extends SocketChannel {
             ByteBuffer slice = src.duplicate();
             slice.limit(src.position() + length);
             temporary.put(slice);
-            long h = enter();
-            int n;
-            try {
-                n = writeNative(h, Buffers.address(temporary), length, blocking);
-            } finally {
-                leave();
-            }
+            int n = (int) handle.call(h -> writeNative(h, Buffers.address(temporary), length, blocking));
             if (n > 0) {
                 src.position(src.position() + n);
                 written += n;
             }
             if (n < 0) {
                 if (written > 0) {
-                    Native.lastError();
+                    Status.ignore(n);
                     return written;
                 }
-                return writeResult(n, blocking);
+                return Status.writeResult(n, blocking);
             }
             if (!blocking || n < length) {
                 break;
@@ -377,7 +319,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             int n = Native.connWrite(h, address + written, length - written, false);
             if (n < 0) {
                 if (written > 0) {
-                    Native.lastError();
+                    Status.ignore(n);
                     return written;
                 }
                 return n;
@@ -388,20 +330,6 @@ public final class HadronioSocketChannel extends SocketChannel {
             }
         }
         return written;
-    }
-
-    private int writeResult(long n, boolean blocking) throws IOException {
-        if (n >= 0) {
-            return (int) n;
-        }
-        if (n == Status.CLOSED || n == Status.OUTPUT_SHUTDOWN) {
-            Native.lastError();
-            if (!blocking && n == Status.CLOSED) {
-                throw new ClosedChannelException();
-            }
-            return 0;
-        }
-        throw Status.exception(n);
     }
 
     @Override
@@ -433,26 +361,23 @@ public final class HadronioSocketChannel extends SocketChannel {
                         break;
                     }
                     boolean parks = parks(blocking);
-                    long h = enter();
-                    long r;
-                    try {
-                        r = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
-                        if (r == 0 && parks) {
+                    long r = handle.call(h -> {
+                        long sent = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
+                        if (sent == 0 && parks) {
                             park(SelectionKey.OP_WRITE, 0, "Write");
                         }
-                    } finally {
-                        leave();
-                    }
+                        return sent;
+                    });
                     if (r > 0) {
                         vector.complete(srcs, r, false);
                         n += r;
                     }
                     if (r < 0) {
                         if (n > 0) {
-                            Native.lastError();
+                            Status.ignore(r);
                             break;
                         }
-                        n = writeResult(r, blocking);
+                        n = Status.writeResult(r, blocking);
                         break;
                     }
                     if (!blocking) {
@@ -549,17 +474,11 @@ public final class HadronioSocketChannel extends SocketChannel {
                             remoteAddress = address;
                         }
                         boolean parks = parks(blocking);
-                        long h = enter();
-                        int r;
-                        try {
-                            r = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address), address.getPort(),
-                                blocking && !parks, timeoutMillis);
-                            if (r == 0 && parks) {
-                                r = finishParked(h, deadline(timeoutMillis));
-                            }
-                        } finally {
-                            leave();
-                        }
+                        long r = handle.call(h -> {
+                            int started = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address),
+                                address.getPort(), blocking && !parks, timeoutMillis);
+                            return started == 0 && parks ? finishParked(h, deadline(timeoutMillis)) : started;
+                        });
                         connected = r == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
@@ -613,13 +532,8 @@ public final class HadronioSocketChannel extends SocketChannel {
                                 throw new NoConnectionPendingException();
                             }
                         }
-                        long h = enter();
-                        try {
-                            int r = parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking);
-                            connected = r == 1 && isOpen();
-                        } finally {
-                            leave();
-                        }
+                        long r = handle.call(h -> parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking));
+                        connected = r == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
                     }
@@ -667,7 +581,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         VirtualPoller.Waits w = waits;
         if (w == null) {
             synchronized (stateLock) {
-                if (state >= CLOSING) {
+                if (state == CLOSED) {
                     return;
                 }
                 w = waits;
@@ -769,13 +683,10 @@ public final class HadronioSocketChannel extends SocketChannel {
     protected void implCloseSelectableChannel() throws IOException {
         VirtualPoller.Waits w;
         synchronized (stateLock) {
-            state = CLOSING;
+            state = CLOSED;
             Native.connClose(handle.get());
+            handle.retire();
             w = waits;
-            if (active == 0) {
-                state = CLOSED;
-                handle.release();
-            }
         }
         if (w != null) {
             w.close();

@@ -1,16 +1,25 @@
 package dev.hadronio.nio;
 
 import dev.hadronio.internal.Native;
+import java.io.IOException;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.lang.ref.Cleaner;
+import java.nio.channels.ClosedChannelException;
 
 /**
- * Owner of one native handle. {@link #release()} destroys it exactly once; if the owning object
- * becomes unreachable without having been closed, a {@link Cleaner} logs the leak and releases
- * the native resources.
+ * Owner of one native handle. Native calls borrow it ({@link #call}, or {@link #enter} and
+ * {@link #leave}); {@link #retire()} refuses new borrows and destroys the handle once the last
+ * borrower has left, so a channel closed while a thread is blocked in it never frees memory that
+ * thread still uses. If the owning object becomes unreachable without having been closed, a
+ * {@link Cleaner} logs the leak and releases the native resources.
  */
 final class NativeHandle {
+    /** A native call with the handle. */
+    interface Call {
+        long run(long handle) throws IOException;
+    }
+
     private static final Logger LOG = System.getLogger("dev.hadronio");
     private static final Cleaner CLEANER = Cleaner.create();
 
@@ -42,6 +51,10 @@ final class NativeHandle {
 
     private final Leak leak;
     private final Cleaner.Cleanable cleanable;
+    /** Threads inside a native call with the handle; guarded by {@code this}. */
+    private int borrowers;
+    /** Set by {@link #retire()}; guarded by {@code this}. */
+    private boolean retired;
 
     private NativeHandle(Object owner, int kind, String description, long value) {
         this.leak = new Leak(kind, description, value);
@@ -65,8 +78,49 @@ final class NativeHandle {
         return leak.value;
     }
 
-    /** Destroys the native object; later calls do nothing. Callers serialise with its users. */
-    void release() {
+    /** Runs {@code call} with the handle borrowed; {@link ClosedChannelException} once retired. */
+    long call(Call call) throws IOException {
+        long h = enter();
+        try {
+            return call.run(h);
+        } finally {
+            leave();
+        }
+    }
+
+    /**
+     * Starts a native call: the handle returned stays valid until {@link #leave()}, even if it is
+     * retired meanwhile.
+     */
+    synchronized long enter() throws ClosedChannelException {
+        if (retired) {
+            throw new ClosedChannelException();
+        }
+        borrowers++;
+        return leak.value;
+    }
+
+    /** Ends a call started by {@link #enter()}; the last one out of a retired handle destroys it. */
+    synchronized void leave() {
+        borrowers--;
+        if (borrowers == 0 && retired) {
+            release();
+        }
+    }
+
+    /**
+     * No new calls from now on: destroys the handle now if no call is running, else when the last
+     * one leaves. The owner closes the native object first (which ends blocked calls).
+     */
+    synchronized void retire() {
+        retired = true;
+        if (borrowers == 0) {
+            release();
+        }
+    }
+
+    /** Destroys the native object; later calls do nothing. */
+    private void release() {
         long h = leak.value;
         leak.value = 0;
         if (h != 0) {

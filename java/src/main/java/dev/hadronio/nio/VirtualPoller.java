@@ -3,6 +3,7 @@ package dev.hadronio.nio;
 import dev.hadronio.internal.Buffers;
 import dev.hadronio.internal.Config;
 import dev.hadronio.internal.Native;
+import dev.hadronio.internal.Status;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
@@ -293,9 +294,7 @@ final class VirtualPoller {
             int wanted = closed ? 0 : (reader != null ? readOp : 0) | (writer != null ? writeOp : 0);
             if (wanted != interest && key != 0) {
                 interest = wanted;
-                if (Native.keyInterest(key, wanted) < 0) {
-                    Native.lastError();
-                }
+                Status.ignore(Native.keyInterest(key, wanted));
             }
         }
 
