@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use hadronio::core::conn::Conn;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
-use hadronio::core::selector::{Selector, Target, OP_READ};
+use hadronio::core::readiness::OP_READ;
+use hadronio::core::selector::{Selector, Target};
 
 fn region(buf: &mut [u8]) -> [Region; 1] {
     [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]

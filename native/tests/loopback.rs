@@ -208,7 +208,7 @@ fn consume_half_the_slots(server: &Conn) {
 /// that stops reading until it can write, would otherwise wait for good).
 #[test]
 fn credit_messages_free_a_full_send_buffer() {
-    use hadronio::core::selector::OP_WRITE;
+    use hadronio::core::readiness::OP_WRITE;
     let (client, server, written) = full_send_buffer();
     assert!(written > slots() * SLOT, "the send buffer took bytes beyond the credits: {written}");
     assert_eq!(client.ready_ops() & OP_WRITE, 0, "a full send buffer is not writable");

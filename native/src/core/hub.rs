@@ -19,11 +19,9 @@ use std::time::{Duration, Instant};
 use log::{debug, warn};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
-use super::conn::Conn;
 use super::identity::Locality;
 use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, STUCK_ROUNDS};
 use super::link::{Link, Shared};
-use super::listener::Listener;
 use super::spin;
 use crate::config::settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
@@ -78,6 +76,35 @@ fn drain(socket: &Socket) -> bool {
 /// Minimum interval between socket event checks of non-blocking progress.
 const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
 
+/// What a hub and the background thread tell the channels registered with them: connections and
+/// listeners implement it, and the hub knows them only through it (core/ depends one way, the
+/// channels on the hub). Every call runs without the hub's locks held.
+pub trait Events: Send + Sync {
+    /// The channel's socket reported `events` ([`poller`] bits).
+    fn on_io_event(&self, events: u32);
+
+    /// UCX completed something for the channel.
+    fn on_ucx_event(&self) {}
+
+    /// A time the channel asked for with [`Background::wake_at`] has come.
+    fn on_deadline(&self) {}
+
+    /// One step of a lingering close ([`Hub::linger`]); true when the channel is done.
+    fn linger_step(&self) -> bool {
+        true
+    }
+
+    /// Whether the channel still has data for the hub to send ([`Hub::watch_pending`]).
+    fn has_pending_tx(&self) -> bool {
+        false
+    }
+}
+
+/// The same channel (data pointers compared, as vtables of one type may differ between units).
+fn same(a: &Arc<dyn Events>, b: &Arc<dyn Events>) -> bool {
+    std::ptr::eq(Arc::as_ptr(a) as *const (), Arc::as_ptr(b) as *const ())
+}
+
 pub struct Hub {
     pub serial: u64,
     /// Torn-down links whose sends are still in flight, with when they were buried. Dropped first
@@ -90,18 +117,18 @@ pub struct Hub {
     wake: EventFd,
     leader: Mutex<()>,
     sleeping: AtomicBool,
-    conns: Mutex<HashMap<u32, Weak<Conn>>>,
+    conns: Mutex<HashMap<u32, Weak<dyn Events>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
-    listeners: Mutex<HashMap<u32, Weak<Listener>>>,
+    listeners: Mutex<HashMap<u32, Weak<dyn Events>>>,
     touched_spare: Mutex<Vec<u32>>,
     /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
     governor: spin::Governor,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
     nested_count: AtomicUsize,
     last_dispatch: Mutex<Instant>,
-    lingering: Mutex<Vec<Arc<Conn>>>,
+    lingering: Mutex<Vec<Arc<dyn Events>>>,
     has_lingering: AtomicBool,
-    pending: Mutex<Vec<Arc<Conn>>>,
+    pending: Mutex<Vec<Arc<dyn Events>>>,
     /// Followers of the leader: how many, and where they wait for its progress.
     followers: AtomicUsize,
     generation: AtomicU64,
@@ -236,9 +263,9 @@ impl Hub {
 
     /// Adds a connection's socket to the epoll set; returns the connection's id on this hub
     /// (also its UCX tag id).
-    pub fn register_conn(&self, conn: &Arc<Conn>, fd: RawFd) -> std::io::Result<u32> {
+    pub fn register_conn(&self, conn: Weak<dyn Events>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
-        self.conns.lock().insert(id, Arc::downgrade(conn));
+        self.conns.lock().insert(id, conn);
         let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::URGENT | poller::EDGE;
         if let Err(e) = self.epoll.add(fd, events, TOKEN_CONN | id as u64) {
             self.conns.lock().remove(&id);
@@ -266,9 +293,9 @@ impl Hub {
         }
     }
 
-    pub fn register_listener(&self, listener: &Arc<Listener>, fd: RawFd) -> std::io::Result<u32> {
+    pub fn register_listener(&self, listener: Weak<dyn Events>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
-        self.listeners.lock().insert(id, Arc::downgrade(listener));
+        self.listeners.lock().insert(id, listener);
         if let Err(e) = self.epoll.add(fd, poller::READABLE | poller::EDGE, TOKEN_LISTENER | id as u64) {
             self.listeners.lock().remove(&id);
             return Err(e);
@@ -496,7 +523,7 @@ impl Hub {
             TOKEN_LISTENER => {
                 let listener = self.listeners.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(listener) = listener {
-                    listener.on_io_event();
+                    listener.on_io_event(event.events);
                 }
             }
             TOKEN_CLOSING => {}
@@ -694,7 +721,7 @@ impl Hub {
     // --- background work ------------------------------------------------------------------
 
     /// Keeps a closed connection alive until its remaining data is delivered.
-    pub fn linger(self: &Arc<Hub>, conn: Arc<Conn>) {
+    pub fn linger(self: &Arc<Hub>, conn: Arc<dyn Events>) {
         self.lingering.lock().push(conn);
         self.has_lingering.store(true, Ordering::Release);
         background().adopt(self.clone());
@@ -707,9 +734,9 @@ impl Hub {
     /// A selector's hub is progressed by its own thread whenever it selects; the background
     /// thread steps in only while that thread stays away from `select` (busy in application code
     /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
-    pub fn watch_pending(self: &Arc<Hub>, conn: Arc<Conn>) {
+    pub fn watch_pending(self: &Arc<Hub>, conn: Arc<dyn Events>) {
         let mut pending = self.pending.lock();
-        if !pending.iter().any(|c| Arc::ptr_eq(c, &conn)) {
+        if !pending.iter().any(|c| same(c, &conn)) {
             pending.push(conn);
         }
         drop(pending);
@@ -730,7 +757,7 @@ impl Hub {
     }
 
     fn progress_lingering(&self) {
-        let list: Vec<Arc<Conn>> = std::mem::take(&mut *self.lingering.lock());
+        let list: Vec<Arc<dyn Events>> = std::mem::take(&mut *self.lingering.lock());
         let mut still = Vec::new();
         for conn in list {
             if !conn.linger_step() {
@@ -744,8 +771,8 @@ impl Hub {
 
     /// Whether the background thread still has to progress this hub.
     fn needs_background(&self) -> bool {
-        let pending: Vec<Arc<Conn>> = self.pending.lock().clone();
-        let still: Vec<Arc<Conn>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
+        let pending: Vec<Arc<dyn Events>> = self.pending.lock().clone();
+        let still: Vec<Arc<dyn Events>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
         let busy = !still.is_empty();
         *self.pending.lock() = still;
         busy || !self.lingering.lock().is_empty() || !self.graveyard.lock().is_empty()
@@ -769,8 +796,8 @@ pub struct Background {
     incoming: Mutex<Vec<Arc<Hub>>>,
     /// Closed connections' sockets, half-closed, drained until the peer closes too.
     closing: Mutex<Vec<(Socket, Instant)>>,
-    /// Connections to tell when a time comes ([`Conn::on_deadline`]).
-    timers: Mutex<Vec<(Instant, Weak<Conn>)>>,
+    /// Channels to tell when a time comes ([`Events::on_deadline`]).
+    timers: Mutex<Vec<(Instant, Weak<dyn Events>)>>,
     changed: AtomicBool,
     idle: Condvar,
     idle_lock: Mutex<()>,
@@ -845,9 +872,9 @@ impl Background {
         self.idle.notify_one();
     }
 
-    /// Calls `conn`'s [`Conn::on_deadline`] at `at` (or soon after).
-    pub fn wake_at(&self, at: Instant, conn: &Arc<Conn>) {
-        self.timers.lock().push((at, Arc::downgrade(conn)));
+    /// Calls `channel`'s [`Events::on_deadline`] at `at` (or soon after).
+    pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
+        self.timers.lock().push((at, channel));
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         let _guard = self.idle_lock.lock();

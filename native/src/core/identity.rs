@@ -57,7 +57,7 @@ pub enum Locality {
     /// This process.
     ThisProcess,
     /// Another process on this host in the same namespaces: shared memory, with a worker of its
-    /// own on selectors (see [`Lane`](super::hub::Lane)).
+    /// own on selectors (a lane of its own, see `lanes.rs`).
     Local(u64),
     /// Another process on this host in other namespaces (a container): shared memory does not
     /// reach it, so it is served by a worker of a UCX context without shared-memory transports.

@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 
 use super::conn::{get_socket_option, set_socket_option, Conn};
 use super::error::{Error, Result, Status};
-use super::hub::Hub;
-use super::selector::{Key, OP_ACCEPT};
+use super::hub::{Events, Hub};
+use super::readiness::{Key, Ready, OP_ACCEPT};
 use crate::config::settings;
 use crate::net::poller::{self, EventFd};
 use crate::net::socket::Socket;
@@ -107,7 +107,7 @@ impl Listener {
         }
     }
 
-    pub fn on_io_event(&self) {
+    fn on_readable(&self) {
         self.acceptable.store(true, Ordering::Release);
         let keys: Vec<Arc<Key>> = self.keys.lock().iter().filter_map(Weak::upgrade).collect();
         for key in keys {
@@ -137,7 +137,7 @@ impl Listener {
     pub fn register_in(&self, hub: &Arc<Hub>, key: &Arc<Key>) -> Result<()> {
         let me = self.weak.upgrade().ok_or_else(Error::closed)?;
         let fd = self.socket.lock().as_ref().ok_or_else(Error::closed)?.as_raw_fd();
-        let id = hub.register_listener(&me, fd).map_err(|e| Error::io("epoll", &e))?;
+        let id = hub.register_listener(Arc::<Listener>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         self.hubs.lock().push((hub.clone(), id));
         let mut keys = self.keys.lock();
         keys.retain(|k| k.strong_count() > 0);
@@ -180,5 +180,22 @@ impl Listener {
     pub fn get_option(&self, option: i32) -> Result<i32> {
         let guard = self.socket.lock();
         get_socket_option(guard.as_ref().ok_or_else(Error::closed)?, option)
+    }
+}
+
+impl Events for Listener {
+    /// The listening socket became readable: a connection may be waiting.
+    fn on_io_event(&self, _events: u32) {
+        self.on_readable();
+    }
+}
+
+impl Ready for Listener {
+    fn ready_ops(&self) -> u32 {
+        Listener::ready_ops(self)
+    }
+
+    fn forget(&self, key: &Arc<Key>, hub: &Arc<Hub>) {
+        self.unregister_from(hub, key);
     }
 }

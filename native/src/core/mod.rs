@@ -12,6 +12,7 @@ pub mod link;
 pub mod listener;
 pub mod negotiation;
 pub mod protocol;
+pub mod readiness;
 pub mod selector;
 pub mod spin;
 pub mod stream;

@@ -5,8 +5,8 @@
 //! queued keys and at the keys it reported ready last time (readiness is level-triggered, as with
 //! the JDK), so its cost is proportional to the number of ready channels, not registered ones.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -15,76 +15,12 @@ use super::conn::Conn;
 use super::error::Result;
 use super::hub::Hub;
 use super::listener::Listener;
+use super::readiness::{Key, Queue, Ready};
 
-/// `SelectionKey` operation bits (public Java API constants).
-pub const OP_READ: u32 = 1;
-pub const OP_WRITE: u32 = 4;
-pub const OP_CONNECT: u32 = 8;
-pub const OP_ACCEPT: u32 = 16;
-
+/// The channel of a registration.
 pub enum Target {
     Conn(Arc<Conn>),
     Listener(Arc<Listener>),
-}
-
-impl Target {
-    fn ready_ops(&self) -> u32 {
-        match self {
-            Target::Conn(conn) => conn.ready_ops(),
-            Target::Listener(listener) => listener.ready_ops(),
-        }
-    }
-}
-
-/// A registration of a channel with a selector.
-pub struct Key {
-    /// The Java side's index of this key.
-    pub index: i32,
-    interest: AtomicU32,
-    queued: AtomicBool,
-    /// Set while the key is in the candidate list of a select (deduplication).
-    collecting: AtomicBool,
-    cancelled: AtomicBool,
-    selector: Weak<Selector>,
-    target: Target,
-    /// The channel's hub when it is not the selector's own (polled as a nested hub).
-    foreign: Mutex<Option<Arc<Hub>>>,
-}
-
-impl Key {
-    /// Queues this key for the next select if it is interested in anything.
-    pub fn notify(self: &Arc<Key>) {
-        // Pairs with the fence in `set_interest`: either that sees the readiness that led here, or
-        // this sees the interest it set.
-        fence(Ordering::SeqCst);
-        if self.cancelled.load(Ordering::Acquire) || self.interest.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        if let Some(selector) = self.selector.upgrade() {
-            if !self.queued.swap(true, Ordering::AcqRel) {
-                selector.enqueue(self.clone());
-            }
-        }
-    }
-
-    /// Sets the interest set. A select in progress hears of it only if the key is ready for a new
-    /// operation now; otherwise the event that makes it ready queues it, as for any key (waking
-    /// the selecting thread for a key that is not ready would cost a wake-up per change, and a
-    /// thread that arms its interest before it parks makes one per wait).
-    pub fn set_interest(self: &Arc<Key>, ops: u32) {
-        let old = self.interest.swap(ops, Ordering::AcqRel);
-        let added = ops & !old;
-        if added != 0 {
-            fence(Ordering::SeqCst);
-            if self.target.ready_ops() & added != 0 {
-                self.notify();
-            }
-        }
-    }
-
-    fn ready_ops(&self) -> u32 {
-        self.target.ready_ops() & self.interest.load(Ordering::Acquire)
-    }
 }
 
 /// The select thread's lists; kept between selects so that selecting allocates nothing.
@@ -121,25 +57,14 @@ impl Selector {
         &self.hub
     }
 
-    fn enqueue(&self, key: Arc<Key>) {
-        self.queue.lock().push(key);
-        self.pending.store(true, Ordering::SeqCst);
-        self.hub.wake();
-    }
-
     /// Registers a channel; its connection is bound to this selector's hub if it has none yet.
     pub fn register(self: &Arc<Selector>, target: Target, index: i32, interest: u32) -> Result<Arc<Key>> {
-        let key = Arc::new(Key {
-            index,
-            interest: AtomicU32::new(interest),
-            queued: AtomicBool::new(false),
-            collecting: AtomicBool::new(false),
-            cancelled: AtomicBool::new(false),
-            selector: Arc::downgrade(self),
-            target,
-            foreign: Mutex::new(None),
-        });
-        match &key.target {
+        let channel: Arc<dyn Ready> = match &target {
+            Target::Conn(conn) => conn.clone(),
+            Target::Listener(listener) => listener.clone(),
+        };
+        let key = Arc::new(Key::new(index, interest, Arc::<Selector>::downgrade(self), channel));
+        match &target {
             Target::Conn(conn) => {
                 let hub = conn.bind_hub(&self.hub)?;
                 if !Arc::ptr_eq(&hub, &self.hub) {
@@ -156,11 +81,7 @@ impl Selector {
 
     /// Removes a registration (the key was cancelled and the selector deregisters it).
     pub fn deregister(&self, key: &Arc<Key>) {
-        key.cancelled.store(true, Ordering::Release);
-        match &key.target {
-            Target::Conn(conn) => conn.remove_key(key),
-            Target::Listener(listener) => listener.unregister_from(&self.hub, key),
-        }
+        key.cancel(&self.hub);
         if let Some(hub) = key.foreign.lock().take() {
             self.hub.remove_nested(&hub);
         }
@@ -219,21 +140,21 @@ impl Selector {
         let Lists { hot, candidates, queued } = &mut *lists;
         std::mem::swap(hot, candidates);
         for key in candidates.iter() {
-            key.collecting.store(true, Ordering::Relaxed);
+            key.start_collecting();
         }
         if self.pending.swap(false, Ordering::SeqCst) {
             std::mem::swap(queued, &mut *self.queue.lock());
             for key in queued.drain(..) {
-                key.queued.store(false, Ordering::Release);
-                if !key.collecting.swap(true, Ordering::Relaxed) {
+                key.dequeued();
+                if key.start_collecting() {
                     candidates.push(key);
                 }
             }
         }
         let mut n = 0;
         for key in candidates.drain(..) {
-            key.collecting.store(false, Ordering::Relaxed);
-            if key.cancelled.load(Ordering::Acquire) {
+            key.stop_collecting();
+            if key.is_cancelled() {
                 continue;
             }
             let ops = key.ready_ops();
@@ -248,5 +169,13 @@ impl Selector {
             hot.push(key);
         }
         n
+    }
+}
+
+impl Queue for Selector {
+    fn enqueue(&self, key: Arc<Key>) {
+        self.queue.lock().push(key);
+        self.pending.store(true, Ordering::SeqCst);
+        self.hub.wake();
     }
 }

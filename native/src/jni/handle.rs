@@ -18,7 +18,8 @@ use std::sync::Arc;
 use crate::core::conn::Conn;
 use crate::core::error::{Error, Status};
 use crate::core::listener::Listener;
-use crate::core::selector::{Key, Selector};
+use crate::core::readiness::Key;
+use crate::core::selector::Selector;
 
 pub trait Tagged {
     const MAGIC: u64;

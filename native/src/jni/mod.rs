@@ -27,7 +27,8 @@ use crate::core::conn::Conn;
 use crate::core::error::{Error, Status};
 use crate::core::iov::Region;
 use crate::core::listener::Listener;
-use crate::core::selector::{Key, Selector, Target};
+use crate::core::readiness::Key;
+use crate::core::selector::{Selector, Target};
 use crate::net::socket::{encode_addr, socket_addr};
 use crate::stats::{self, Counter};
 

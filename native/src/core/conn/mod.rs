@@ -33,13 +33,13 @@ use log::{debug, info, log_enabled, warn, Level};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::error::{Error, Result, Status};
-use super::hub::{background, Hub};
+use super::hub::{background, Events, Hub};
 use super::identity;
 use super::protocol::Identity;
 use super::link::Link;
 use super::negotiation::{Action, Negotiation, Policy, TcpReason};
 use super::protocol::{self, Role};
-use super::selector::{Key, OP_CONNECT, OP_READ, OP_WRITE};
+use super::readiness::{Key, Ready, OP_CONNECT, OP_READ, OP_WRITE};
 use super::stream::{self, Failure, RxState, TxState};
 use crate::config::settings;
 use crate::net::poller;
@@ -305,7 +305,7 @@ impl Conn {
             Some(socket) => socket.as_raw_fd(),
             None => return Err(Error::closed()),
         };
-        let id = hub.register_conn(&me, fd).map_err(|e| Error::io("epoll", &e))?;
+        let id = hub.register_conn(Arc::<Conn>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         state.id = id;
         let _ = self.hub.set(hub.clone());
         debug!("connection {} bound to hub {} as id {id}", self.serial, hub.serial);
@@ -559,7 +559,7 @@ impl Conn {
         if let (Some(at), true) = (deadline, deadline != state.deadline_asked) {
             if let Some(me) = self.arc() {
                 state.deadline_asked = Some(at);
-                background().wake_at(at, &me);
+                background().wake_at(at, Arc::<Conn>::downgrade(&me));
             }
         }
         if let Some(error) = state.neg.as_ref().and_then(|n| n.error().cloned()) {
@@ -972,5 +972,38 @@ impl Conn {
             }
             _ => path,
         }
+    }
+}
+
+/// The hub's events go to the methods of the same names.
+impl Events for Conn {
+    fn on_io_event(&self, events: u32) {
+        Conn::on_io_event(self, events);
+    }
+
+    fn on_ucx_event(&self) {
+        Conn::on_ucx_event(self);
+    }
+
+    fn on_deadline(&self) {
+        Conn::on_deadline(self);
+    }
+
+    fn linger_step(&self) -> bool {
+        Conn::linger_step(self)
+    }
+
+    fn has_pending_tx(&self) -> bool {
+        Conn::has_pending_tx(self)
+    }
+}
+
+impl Ready for Conn {
+    fn ready_ops(&self) -> u32 {
+        Conn::ready_ops(self)
+    }
+
+    fn forget(&self, key: &Arc<Key>, _hub: &Arc<Hub>) {
+        self.remove_key(key);
     }
 }
