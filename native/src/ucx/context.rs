@@ -1,0 +1,201 @@
+//! The UCX context: its configuration (shared-memory sizes, transports, a C locale while UCX
+//! parses numbers) and the `ucp_context_h` every worker shares.
+
+use std::ffi::CString;
+use std::os::raw::c_char;
+use std::ptr;
+use std::sync::Arc;
+
+use log::warn;
+use ucx1_sys as sys;
+
+use super::{check, Result, Status, BUILT_MAJOR, BUILT_MINOR};
+
+/// Switches the calling thread to the C numeric locale while alive, so that UCX parses numbers in
+/// its configuration the same way whatever locale the JVM runs with.
+struct CNumericLocale {
+    locale: libc::locale_t,
+    previous: libc::locale_t,
+}
+
+impl CNumericLocale {
+    fn enter() -> Option<Self> {
+        let name = b"C\0";
+        // SAFETY: `name` is NUL-terminated; a null base locale asks for a fresh object.
+        let locale = unsafe {
+            libc::newlocale(libc::LC_NUMERIC_MASK, name.as_ptr() as *const c_char, ptr::null_mut())
+        };
+        if locale.is_null() {
+            return None;
+        }
+        // SAFETY: `locale` is a valid locale object created above.
+        let previous = unsafe { libc::uselocale(locale) };
+        Some(CNumericLocale { locale, previous })
+    }
+}
+
+impl Drop for CNumericLocale {
+    fn drop(&mut self) {
+        // SAFETY: restores the thread's previous locale, then frees ours, which is no longer used.
+        unsafe {
+            libc::uselocale(self.previous);
+            libc::freelocale(self.locale);
+        }
+    }
+}
+
+/// Room for UCX's own headers in a shared-memory segment beyond the message (tag, protocol and
+/// transport headers take well under this).
+const MM_SEG_HEADROOM: usize = 256;
+
+/// Elements of a worker's shared-memory receive FIFO. Our endpoints get no RMA lane on one host
+/// (their description lists none), so rendezvous messages travel through this FIFO too, one
+/// segment per element: UCX's 64 fill up behind one large message, and the sender then polls
+/// until the receiver drains them (nothing wakes it). With more busy threads than cores that
+/// polling cost blocking connections over half their throughput. Each element costs a segment of
+/// shared memory per worker.
+const MM_FIFO_SIZE: usize = 128;
+
+/// Sets a UCX option unless the environment sets it (`UCX_<name>`).
+fn default_setting(config: *mut sys::ucp_config_t, name: &str, value: &str) {
+    if std::env::var_os(format!("UCX_{name}")).is_some() {
+        return;
+    }
+    set(config, name, value);
+}
+
+/// The transports of a context without shared memory: UCX's own list (`UCX_TLS`, all by
+/// default) less posix, sysv and xpmem.
+fn tls_without_shared_memory(user: Option<&str>) -> String {
+    const SHARED: [&str; 6] = ["posix", "sysv", "xpmem", "mm", "sm", "shm"];
+    match user.map(str::trim) {
+        None | Some("") | Some("all") => String::from("^mm"),
+        Some(list) if list.starts_with('^') => format!("{list},mm"),
+        Some(list) => {
+            let mut kept: Vec<&str> = list.split(',').map(str::trim).filter(|t| !SHARED.contains(t)).collect();
+            if list.split(',').any(|t| matches!(t.trim(), "sm" | "shm")) {
+                kept.extend(["cma", "knem"]);
+            }
+            if kept.is_empty() {
+                // Nothing is left: UCX then finds no transport and the connection stays on TCP.
+                kept.push("self");
+            }
+            kept.join(",")
+        }
+    }
+}
+
+/// Whether a transport list (`UCX_TLS`, `None`: all) may include the shared-memory transports
+/// whose settings hadroNIO tunes (UCX warns about settings of transports it does not use).
+fn uses_shared_memory(tls: Option<&str>) -> bool {
+    match tls.map(str::trim) {
+        None | Some("") => true,
+        Some(list) if list.starts_with('^') => true,
+        Some(list) => list.split(',').any(|t| matches!(t.trim(), "all" | "posix" | "sysv" | "mm" | "sm" | "shm")),
+    }
+}
+
+fn set(config: *mut sys::ucp_config_t, name: &str, value: &str) {
+    let (Ok(c_name), Ok(c_value)) = (CString::new(name), CString::new(value)) else {
+        return;
+    };
+    // SAFETY: `config` is a valid configuration from `ucp_config_read`; both strings are
+    // NUL-terminated.
+    let status = unsafe { sys::ucp_config_modify(config, c_name.as_ptr(), c_value.as_ptr()) };
+    if Status(status as i8) != Status::OK {
+        warn!("could not set UCX {name}={value}: {}", Status(status as i8));
+    }
+}
+
+/// Owner of a `ucp_context_h`.
+pub struct Context {
+    pub(super) handle: sys::ucp_context_h,
+}
+
+// SAFETY: the context is created with `mt_workers_shared`, so UCX allows workers of one context to
+// be created and used from different threads; the handle itself is only read after creation.
+unsafe impl Send for Context {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale and creates a
+    /// context for tagged messages, active messages and event-fd wake-up. `eager_message` is the
+    /// longest message that should go in one copy through shared memory rather than by
+    /// rendezvous (which needs the sender to make progress before the receiver has it); 0 keeps
+    /// UCX's segment size.
+    ///
+    /// Without `shared_memory` the context leaves out UCX's shared-memory transports (for peers
+    /// on this host that shared memory cannot reach: other namespaces).
+    pub fn new(eager_message: usize, shared_memory: bool) -> Result<Arc<Context>> {
+        let _locale = CNumericLocale::enter();
+        let mut config: *mut sys::ucp_config_t = ptr::null_mut();
+        // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
+        check("ucp_config_read", unsafe {
+            sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
+        })?;
+        if shared_memory && uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
+            // Shared memory must stay usable on endpoints with peer error handling.
+            default_setting(config, "MM_ERROR_HANDLING", "y");
+            if eager_message > 0 {
+                default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
+            }
+            default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
+        } else if !shared_memory {
+            let user = std::env::var("UCX_TLS").ok();
+            set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
+        }
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
+        let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
+        params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES
+            | sys::ucp_params_field::UCP_PARAM_FIELD_MT_WORKERS_SHARED
+            | sys::ucp_params_field::UCP_PARAM_FIELD_NAME)
+            .0 as u64;
+        params.features = (sys::ucp_feature::UCP_FEATURE_TAG
+            | sys::ucp_feature::UCP_FEATURE_AM
+            | sys::ucp_feature::UCP_FEATURE_WAKEUP)
+            .0 as u64;
+        params.mt_workers_shared = 1;
+        let name = b"hadronio\0";
+        params.name = name.as_ptr() as *const c_char;
+        let mut handle: sys::ucp_context_h = ptr::null_mut();
+        // SAFETY: `params` and `config` are valid for the call; `handle` receives the context.
+        let status = unsafe {
+            sys::ucp_init_version(BUILT_MAJOR, BUILT_MINOR, &params, config, &mut handle)
+        };
+        // SAFETY: the configuration is no longer needed after `ucp_init_version`.
+        unsafe { sys::ucp_config_release(config) };
+        check("ucp_init", status)?;
+        Ok(Arc::new(Context { handle }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{tls_without_shared_memory, uses_shared_memory};
+
+    #[test]
+    fn shared_memory_settings_only_where_it_may_be_used() {
+        assert!(uses_shared_memory(None));
+        assert!(uses_shared_memory(Some("sm,self")));
+        assert!(uses_shared_memory(Some("^ib")));
+        assert!(!uses_shared_memory(Some("tcp")));
+        assert!(!uses_shared_memory(Some("self,tcp,cma")));
+    }
+
+    #[test]
+    fn shared_memory_is_left_out_of_any_transport_list() {
+        assert_eq!(tls_without_shared_memory(None), "^mm");
+        assert_eq!(tls_without_shared_memory(Some("^ib")), "^ib,mm");
+        assert_eq!(tls_without_shared_memory(Some("tcp,posix,cma")), "tcp,cma");
+        assert_eq!(tls_without_shared_memory(Some("sm,tcp")), "tcp,cma,knem");
+        assert_eq!(tls_without_shared_memory(Some("posix")), "self");
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        // SAFETY: every worker holds an `Arc<Context>`, so none is left when this runs.
+        unsafe { sys::ucp_cleanup(self.handle) };
+    }
+}
