@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Instant;
 
+use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
@@ -34,10 +35,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
-    let listener = Listener::open().expect("listener");
+    let listener = Listener::open(settings()).expect("listener");
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 4).expect("bind");
     let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open().expect("conn");
+    let client = Conn::open(settings()).expect("conn");
     client.connect(&addr, true, None).expect("connect");
     let server = listener.accept(true, None).expect("accept").expect("connection");
     let warmup = 10_000;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
@@ -16,7 +17,7 @@ fn region(buf: &mut [u8]) -> [Region; 1] {
 }
 
 fn side(conn: Arc<Conn>, size: usize, rounds: usize, first: bool) -> Duration {
-    let selector = Selector::open().expect("selector");
+    let selector = Selector::open(settings()).expect("selector");
     let _key = selector.register(Target::Conn(conn.clone()), 0, OP_READ).expect("register");
     let mut buf = vec![0u8; size];
     let mut out = [0i32; 8];
@@ -52,10 +53,10 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
-    let listener = Listener::open().expect("listener");
+    let listener = Listener::open(settings()).expect("listener");
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 4).expect("bind");
     let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open().expect("conn");
+    let client = Conn::open(settings()).expect("conn");
     client.connect(&addr, false, None).expect("connect");
     let server = listener.accept(true, None).expect("accept").expect("connection");
     while !client.finish_connect(true).unwrap() {}

@@ -6,6 +6,7 @@ mod workers_common;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use hadronio::config::settings;
 use hadronio::config::Settings;
 use hadronio::core::hub::Hub;
 use hadronio::core::listener::Listener;
@@ -14,8 +15,8 @@ use workers_common::{close_pair, connected_to};
 #[test]
 fn endpoints_to_departed_workers_are_closed() {
     assert!(Settings::install(Settings { spare_workers: 0, ..Settings::default() }));
-    let hub = Hub::new(true).unwrap();
-    let listener = Listener::open().unwrap();
+    let hub = Hub::new(settings(), true).unwrap();
+    let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();
     for round in 0..3u8 {
         // The client's connection has a worker of its own, destroyed when the connection goes.

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread;
 
+use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::iov::Region;
@@ -15,10 +16,10 @@ fn region(buf: &mut [u8]) -> [Region; 1] {
 }
 
 fn connected_pair() -> (Arc<Conn>, Arc<Conn>) {
-    let listener = Listener::open().unwrap();
+    let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
     let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open().unwrap();
+    let client = Conn::open(settings()).unwrap();
     assert!(client.connect(&addr, true, None).unwrap());
     let server = listener.accept(true, None).unwrap().unwrap();
     listener.close();
@@ -98,11 +99,11 @@ fn stream_upgrades_to_shared_memory_and_ends_cleanly() {
 
 #[test]
 fn refused_connect_is_reported() {
-    let listener = Listener::open().unwrap();
+    let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 1).unwrap();
     let addr = listener.local_addr().unwrap().unwrap();
     listener.close();
-    let client = Conn::open().unwrap();
+    let client = Conn::open(settings()).unwrap();
     let error = client.connect(&addr, true, None).unwrap_err();
     assert_eq!(error.status, Status::Refused, "{error}");
 }

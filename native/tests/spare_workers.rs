@@ -3,14 +3,15 @@
 
 mod workers_common;
 
+use hadronio::config::settings;
 use hadronio::core::hub::Hub;
 use hadronio::core::listener::Listener;
 use workers_common::{close_pair, connected_to};
 
 #[test]
 fn closed_channels_workers_are_reused() {
-    let hub = Hub::new(true).unwrap();
-    let listener = Listener::open().unwrap();
+    let hub = Hub::new(settings(), true).unwrap();
+    let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();
     let mut addresses = Vec::new();
     for round in 0..5u8 {

@@ -13,19 +13,18 @@
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use super::identity::Locality;
-use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, STUCK_ROUNDS};
+use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, Tuning, STUCK_ROUNDS};
 use super::link::{Link, Shared};
 use super::spin;
-use crate::config::settings;
+use crate::config::Settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
-use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
 
 const TOKEN_WAKE: u64 = 1 << 56;
@@ -52,26 +51,7 @@ const STUCK_SLEEP_MAX: Duration = Duration::from_millis(100);
 
 /// How long a hub may go without progress by an application thread (selecting on it or on a
 /// selector it is nested in, or waiting in a blocking call) before the background thread steps in.
-const OWNER_AWAY: Duration = Duration::from_millis(2);
-
-/// How often the background thread looks at hubs with data waiting to go out.
-const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
-
-/// How long a closed connection's socket waits for the peer to close as well.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Reads and drops what is available; true when the peer closed (or the socket failed).
-fn drain(socket: &Socket) -> bool {
-    let mut scratch = [0u8; 4096];
-    loop {
-        match socket.recv(&mut scratch, false) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
-            Err(_) => return true,
-        }
-    }
-}
+pub(super) const OWNER_AWAY: Duration = Duration::from_millis(2);
 
 /// Minimum interval between socket event checks of non-blocking progress.
 const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
@@ -86,7 +66,7 @@ pub trait Events: Send + Sync {
     /// UCX completed something for the channel.
     fn on_ucx_event(&self) {}
 
-    /// A time the channel asked for with [`Background::wake_at`] has come.
+    /// A time the channel asked for with `Background::wake_at` (background.rs) has come.
     fn on_deadline(&self) {}
 
     /// One step of a lingering close ([`Hub::linger`]); true when the channel is done.
@@ -146,27 +126,29 @@ pub struct Hub {
 impl Hub {
     /// A blocking channel's hub: with a UCX worker when UCX is enabled and available, TCP-only
     /// otherwise.
-    pub fn new(ucx: bool) -> std::io::Result<Arc<Hub>> {
-        Hub::create(ucx, false, false)
+    pub fn new(settings: &Settings, ucx: bool) -> std::io::Result<Arc<Hub>> {
+        Hub::create(Some(settings).filter(|_| ucx), settings.spin_ns, false, false)
     }
 
     /// The hub of a selector.
-    pub fn new_for_selector() -> std::io::Result<Arc<Hub>> {
-        Hub::create(true, true, false)
+    pub fn new_for_selector(settings: &Settings) -> std::io::Result<Arc<Hub>> {
+        Hub::create(Some(settings), settings.spin_ns, true, false)
     }
 
     /// The hub of the background thread: no UCX worker, no spinning.
-    fn new_background() -> std::io::Result<Arc<Hub>> {
-        Hub::create(false, false, true)
+    pub(super) fn new_background() -> std::io::Result<Arc<Hub>> {
+        Hub::create(None, 0, false, true)
     }
 
-    fn create(ucx: bool, selector: bool, background: bool) -> std::io::Result<Arc<Hub>> {
+    /// A hub with UCX workers as `ucx` allows (none without), spinning at most `spin_ns`.
+    fn create(ucx: Option<&Settings>, spin_ns: u64, selector: bool, background: bool) -> std::io::Result<Arc<Hub>> {
         let epoll = Epoll::new()?;
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
         // Without a UCX context (it said why, once) every connection stays on TCP.
-        let lanes = (ucx && settings().ucx && lanes::context(Kind::Full).is_ok()).then(|| {
+        let ucx = ucx.filter(|s| s.ucx && lanes::context(Kind::Full, s.slot_len).is_ok());
+        let lanes = ucx.map(|s| {
             let table = links.clone();
             let sink: Arc<LinkSink> = Arc::new(move |id, notice| {
                 log::trace!("notice for link {id}: {notice:?}");
@@ -174,9 +156,8 @@ impl Hub {
                     shared.on_notice(notice);
                 }
             });
-            Lanes::new(selector, !selector, sink)
+            Lanes::new(selector, !selector, Tuning { slot_len: s.slot_len, spare_workers: s.spare_workers }, sink)
         });
-        let spin_ns = if background { 0 } else { settings().spin_ns };
         let hub = Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             graveyard: Mutex::default(),
@@ -243,13 +224,27 @@ impl Hub {
         }
     }
 
-    /// Keeps a torn-down link until its in-flight sends complete.
-    pub fn bury(self: &Arc<Hub>, link: Link) {
+    /// Keeps a torn-down link until its in-flight sends complete. True if the background
+    /// thread must progress the hub for it (`Background::adopt`, background.rs): a selector's
+    /// thread does that itself.
+    #[must_use]
+    pub fn bury(&self, link: Link) -> bool {
         self.graveyard.lock().push((link, Instant::now()));
         self.buried.store(true, Ordering::Release);
-        if !self.selector {
-            background().adopt(self.clone());
-        }
+        !self.selector
+    }
+
+    /// Watches a closing socket (its events only wake the hub).
+    pub(super) fn watch_closing(&self, fd: RawFd) -> std::io::Result<()> {
+        self.epoll.add(fd, poller::READABLE | poller::HANGUP | poller::EDGE, TOKEN_CLOSING)
+    }
+
+    pub(super) fn unwatch_closing(&self, fd: RawFd) {
+        let _ = self.epoll.delete(fd);
+    }
+
+    pub(super) fn serial(&self) -> u64 {
+        self.serial
     }
 
     fn next_id(&self) -> u32 {
@@ -458,7 +453,7 @@ impl Hub {
     /// `poll_now` for the background thread: only once no application thread has progressed the
     /// hub for [`OWNER_AWAY`]. While one does, it makes the progress itself, and the background
     /// thread must not take the leadership from under it (it could be descheduled holding it).
-    fn poll_for_background(&self) {
+    pub(super) fn poll_for_background(&self) {
         if self.owner_away() {
             self.poll(false);
         }
@@ -720,27 +715,26 @@ impl Hub {
 
     // --- background work ------------------------------------------------------------------
 
-    /// Keeps a closed connection alive until its remaining data is delivered.
-    pub fn linger(self: &Arc<Hub>, conn: Arc<dyn Events>) {
+    /// Keeps a closed connection alive until its remaining data is delivered (the background
+    /// thread adopts the hub for it).
+    pub fn linger(&self, conn: Arc<dyn Events>) {
         self.lingering.lock().push(conn);
         self.has_lingering.store(true, Ordering::Release);
-        background().adopt(self.clone());
         self.wake();
     }
 
     /// Makes sure staged data of `conn` goes out even if no thread uses the hub: the background
-    /// thread progresses the hub until the connection has nothing pending.
+    /// thread (which adopts the hub for it) progresses the hub until the connection has nothing
+    /// pending.
     ///
     /// A selector's hub is progressed by its own thread whenever it selects; the background
     /// thread steps in only while that thread stays away from `select` (busy in application code
     /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
-    pub fn watch_pending(self: &Arc<Hub>, conn: Arc<dyn Events>) {
+    pub fn watch_pending(&self, conn: Arc<dyn Events>) {
         let mut pending = self.pending.lock();
         if !pending.iter().any(|c| same(c, &conn)) {
             pending.push(conn);
         }
-        drop(pending);
-        background().adopt(self.clone());
     }
 
     /// Records that an application thread progressed this hub (it selects on it, directly or
@@ -770,7 +764,7 @@ impl Hub {
     }
 
     /// Whether the background thread still has to progress this hub.
-    fn needs_background(&self) -> bool {
+    pub(super) fn needs_background(&self) -> bool {
         let pending: Vec<Arc<dyn Events>> = self.pending.lock().clone();
         let still: Vec<Arc<dyn Events>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
         let busy = !still.is_empty();
@@ -782,178 +776,5 @@ impl Hub {
 impl Drop for Hub {
     fn drop(&mut self) {
         debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
-    }
-}
-
-/// The background thread: progresses hubs that have work nobody else may do (staged data of
-/// channels whose threads are busy elsewhere, lingering closes), but only a hub that no
-/// application thread has progressed for [`OWNER_AWAY`]. It sleeps in an epoll set that nests the
-/// epoll sets of the blocking channels' hubs, so it wakes on their events and uses no CPU
-/// otherwise; selector hubs are not nested (their events belong to the selector's thread). While
-/// any hub has data waiting, it looks every [`OWNER_AWAY_TICK`].
-pub struct Background {
-    hub: Arc<Hub>,
-    incoming: Mutex<Vec<Arc<Hub>>>,
-    /// Closed connections' sockets, half-closed, drained until the peer closes too.
-    closing: Mutex<Vec<(Socket, Instant)>>,
-    /// Channels to tell when a time comes ([`Events::on_deadline`]).
-    timers: Mutex<Vec<(Instant, Weak<dyn Events>)>>,
-    changed: AtomicBool,
-    idle: Condvar,
-    idle_lock: Mutex<()>,
-}
-
-static BACKGROUND: OnceLock<Arc<Background>> = OnceLock::new();
-static BACKGROUND_START: Mutex<()> = Mutex::new(());
-
-/// Creates the background hub and starts its thread unless done already. The library does it when
-/// it is initialised: later, at the file descriptor limit, its epoll and eventfd could not be had.
-pub fn start_background() -> std::io::Result<&'static Arc<Background>> {
-    if let Some(background) = BACKGROUND.get() {
-        return Ok(background);
-    }
-    let _guard = BACKGROUND_START.lock();
-    if let Some(background) = BACKGROUND.get() {
-        return Ok(background);
-    }
-    let hub = Hub::new_background()?;
-    let background = BACKGROUND.get_or_init(|| {
-        Arc::new(Background {
-            hub,
-            incoming: Mutex::default(),
-            closing: Mutex::default(),
-            timers: Mutex::default(),
-            changed: AtomicBool::new(false),
-            idle: Condvar::new(),
-            idle_lock: Mutex::new(()),
-        })
-    });
-    let worker = background.clone();
-    let spawned = std::thread::Builder::new().name("hadronio-background".into()).spawn(move || worker.run());
-    if let Err(e) = spawned {
-        warn!("could not start the hadronio-background thread: {e}");
-    }
-    Ok(background)
-}
-
-/// The background thread ([`start_background`] created it when the library was initialised).
-pub fn background() -> &'static Arc<Background> {
-    match start_background() {
-        Ok(background) => background,
-        Err(e) => panic!("cannot create the background hub: {e}"),
-    }
-}
-
-impl Background {
-    fn adopt(&self, hub: Arc<Hub>) {
-        self.incoming.lock().push(hub);
-        self.changed.store(true, Ordering::SeqCst);
-        self.hub.wake_always();
-        let _guard = self.idle_lock.lock();
-        self.idle.notify_one();
-    }
-
-    /// Closes a socket gracefully: FIN after the data already written, then reads (and drops)
-    /// whatever the peer still sends until it closes as well. Closing with unread bytes in the
-    /// receive queue would make the kernel reset the connection and discard our unsent data.
-    pub fn close_gracefully(&self, socket: Socket) {
-        let _ = socket.shutdown(std::net::Shutdown::Write);
-        if drain(&socket) {
-            return;
-        }
-        let events = poller::READABLE | poller::HANGUP | poller::EDGE;
-        if self.hub.epoll.add(socket.as_raw_fd(), events, TOKEN_CLOSING).is_err() {
-            return;
-        }
-        self.closing.lock().push((socket, Instant::now() + CLOSE_TIMEOUT));
-        self.changed.store(true, Ordering::SeqCst);
-        self.hub.wake_always();
-        let _guard = self.idle_lock.lock();
-        self.idle.notify_one();
-    }
-
-    /// Calls `channel`'s [`Events::on_deadline`] at `at` (or soon after).
-    pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
-        self.timers.lock().push((at, channel));
-        self.changed.store(true, Ordering::SeqCst);
-        self.hub.wake_always();
-        let _guard = self.idle_lock.lock();
-        self.idle.notify_one();
-    }
-
-    /// Tells the connections whose time came; returns the next time asked for.
-    fn fire_timers(&self) -> Option<Instant> {
-        let now = Instant::now();
-        let mut due = Vec::new();
-        let next = {
-            let mut timers = self.timers.lock();
-            timers.retain(|(at, conn)| {
-                if *at > now {
-                    return conn.strong_count() > 0;
-                }
-                due.push(conn.clone());
-                false
-            });
-            timers.iter().map(|(at, _)| *at).min()
-        };
-        for conn in due.iter().filter_map(Weak::upgrade) {
-            conn.on_deadline();
-        }
-        next
-    }
-
-    /// Drains the half-closed sockets; drops those whose peer closed or that waited too long.
-    fn drain_closing(&self) -> bool {
-        let mut closing = self.closing.lock();
-        let now = Instant::now();
-        closing.retain(|(socket, deadline)| {
-            let done = drain(socket) || now >= *deadline;
-            if done {
-                let _ = self.hub.epoll.delete(socket.as_raw_fd());
-            }
-            !done
-        });
-        !closing.is_empty()
-    }
-
-    fn run(&self) {
-        let mut adopted: Vec<Arc<Hub>> = Vec::new();
-        loop {
-            let closing = self.drain_closing();
-            let next_timer = self.fire_timers();
-            let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
-            for hub in std::mem::take(&mut *self.incoming.lock()) {
-                if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
-                    // A selector hub's events belong to the selector's thread: not nested.
-                    if !hub.selector {
-                        if let Err(e) = self.hub.add_nested(&hub) {
-                            warn!("background thread cannot watch hub {}: {e}", hub.serial);
-                        }
-                    }
-                    adopted.push(hub);
-                }
-            }
-            self.changed.store(false, Ordering::SeqCst);
-            for hub in &adopted {
-                hub.poll_for_background();
-            }
-            adopted.retain(|hub| {
-                let keep = hub.needs_background();
-                if !keep && !hub.selector {
-                    self.hub.remove_nested(hub);
-                }
-                keep
-            });
-            if adopted.is_empty() && !closing {
-                let mut guard = self.idle_lock.lock();
-                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() && !self.changed.load(Ordering::SeqCst) {
-                    self.idle.wait_for(&mut guard, until_timer.map_or(Duration::from_secs(1), |t| t.min(Duration::from_secs(1))));
-                }
-                continue;
-            }
-            let tick = if adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
-            let tick = until_timer.map_or(tick, |t| t.min(tick));
-            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
-        }
     }
 }

@@ -22,7 +22,6 @@ use parking_lot::Mutex;
 
 use super::identity::Locality;
 use super::protocol;
-use crate::config::settings;
 use crate::stats::{self, Counter};
 use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
 
@@ -43,10 +42,11 @@ pub enum Kind {
 static CONTEXTS: [OnceLock<Result<Arc<Context>, String>>; 2] = [OnceLock::new(), OnceLock::new()];
 
 /// The process-wide UCX context of `kind`, created on first use (or the reason there is none).
-pub fn context(kind: Kind) -> Result<&'static Arc<Context>, String> {
+/// The first call creates it, for receive slots of `slot_len` bytes.
+pub fn context(kind: Kind, slot_len: u32) -> Result<&'static Arc<Context>, String> {
     CONTEXTS[kind as usize]
         .get_or_init(|| {
-            let slot = settings().slot_len;
+            let slot = slot_len;
             let eager = if slot <= EAGER_SLOT_MAX { slot as usize } else { 0 };
             Context::new(eager, kind == Kind::Full).map_err(|e| {
                 match kind {
@@ -58,6 +58,15 @@ pub fn context(kind: Kind) -> Result<&'static Arc<Context>, String> {
         })
         .as_ref()
         .map_err(Clone::clone)
+}
+
+/// What lanes take from the library's settings.
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// Bytes per receive slot (the UCX context sizes its shared-memory segments for them).
+    pub slot_len: u32,
+    /// How many workers of closed lanes are kept for reuse.
+    pub spare_workers: usize,
 }
 
 /// What an active message tells a connection's link.
@@ -331,6 +340,7 @@ pub struct Lane {
     key: Option<u64>,
     /// Whether the worker may be kept as a spare when the lane goes.
     reusable: bool,
+    tuning: Tuning,
     /// A connection of this lane ended without the peer's FIN: its process may have died
     /// writing into the worker's ring, so the worker is not kept for reuse.
     lost: AtomicBool,
@@ -360,11 +370,11 @@ fn notice(id: u32, header: &[u8]) -> Option<(u32, Notice)> {
 impl Lane {
     /// A lane on a spare worker of `kind` or a new one, whose credit and probe messages go to
     /// `sink`.
-    fn open(kind: Kind, sink: &Arc<LinkSink>, key: Option<u64>, reusable: bool) -> Result<Arc<Lane>, String> {
+    fn open(kind: Kind, sink: &Arc<LinkSink>, key: Option<u64>, reusable: bool, tuning: Tuning) -> Result<Arc<Lane>, String> {
         let (worker, endpoints, touched) = match take_spare(kind) {
             Some(spare) => (spare.worker, spare.endpoints, spare.touched),
             None => {
-                let context = context(kind)?;
+                let context = context(kind, tuning.slot_len)?;
                 (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
             }
         };
@@ -386,7 +396,7 @@ impl Lane {
         lock.on_active_message(protocol::AM_GOODBYE, Arc::new(move |header: &[u8]| departures.on_goodbye(header)))
             .map_err(|e| e.to_string())?;
         drop(lock);
-        Ok(Arc::new(Lane { endpoints, worker, touched, kind, key, reusable, lost: AtomicBool::new(false) }))
+        Ok(Arc::new(Lane { endpoints, worker, touched, kind, key, reusable, tuning, lost: AtomicBool::new(false) }))
     }
 
     /// Notes that a connection of this lane ended abortively (see `lost`).
@@ -414,7 +424,7 @@ impl Drop for Lane {
         stats::count(Counter::LanesClosed);
         if self.reusable && self.healthy() {
             let mut spare = SPARE_WORKERS[self.kind as usize].lock();
-            if spare.len() < settings().spare_workers {
+            if spare.len() < self.tuning.spare_workers {
                 // Messages for the hub's links go nowhere now (the goodbye handler stays: it
                 // belongs to the endpoints, which go with the worker).
                 let lock = self.worker.lock();
@@ -515,14 +525,16 @@ pub struct Lanes {
     per_process: bool,
     /// Whether the main lane's worker may be kept when the hub goes (a blocking channel's).
     reusable: bool,
+    tuning: Tuning,
     sink: Arc<LinkSink>,
     /// Serialises opening (two connections must not open two main lanes).
     opening: Mutex<()>,
 }
 
 impl Lanes {
-    pub fn new(per_process: bool, reusable: bool, sink: Arc<LinkSink>) -> Lanes {
+    pub fn new(per_process: bool, reusable: bool, tuning: Tuning, sink: Arc<LinkSink>) -> Lanes {
         Lanes {
+            tuning,
             main: OnceLock::new(),
             isolated: OnceLock::new(),
             locals: Mutex::default(),
@@ -543,7 +555,7 @@ impl Lanes {
             if let Some(lane) = cell.get() {
                 return Ok(lane.clone());
             }
-            let lane = Lane::open(kind, &self.sink, None, self.reusable)?;
+            let lane = Lane::open(kind, &self.sink, None, self.reusable, self.tuning)?;
             opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
             let _ = cell.set(lane.clone());
             self.open.fetch_add(1, Ordering::AcqRel);
@@ -563,7 +575,7 @@ impl Lanes {
                     drop(locals);
                     return shared(&self.main, Kind::Full);
                 }
-                let lane = Lane::open(Kind::Full, &self.sink, Some(process), true)?;
+                let lane = Lane::open(Kind::Full, &self.sink, Some(process), true, self.tuning)?;
                 opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
                 locals.push(lane.clone());
                 self.open.fetch_add(1, Ordering::AcqRel);

@@ -13,11 +13,13 @@ use super::conn::{get_socket_option, set_socket_option, Conn};
 use super::error::{Error, Result, Status};
 use super::hub::{Events, Hub};
 use super::readiness::{Key, Ready, OP_ACCEPT};
-use crate::config::settings;
+use crate::config::Settings;
 use crate::net::poller::{self, EventFd};
 use crate::net::socket::Socket;
 
 pub struct Listener {
+    /// The library's settings, given when the listener was created (its connections get them).
+    settings: &'static Settings,
     socket: Mutex<Option<Socket>>,
     bound: AtomicBool,
     acceptable: AtomicBool,
@@ -29,12 +31,14 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// A new unbound listening socket (`SO_REUSEADDR` on, as the JDK does).
-    pub fn open() -> Result<Arc<Listener>> {
-        let socket = Socket::new(settings().ipv6).map_err(|e| Error::io("socket", &e))?;
+    /// A new unbound listening socket (`SO_REUSEADDR` on, as the JDK does), working with
+    /// `settings`.
+    pub fn open(settings: &'static Settings) -> Result<Arc<Listener>> {
+        let socket = Socket::new(settings.ipv6).map_err(|e| Error::io("socket", &e))?;
         socket.set_int(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1).map_err(|e| Error::io("setsockopt", &e))?;
         let wake = EventFd::new().map_err(|e| Error::io("eventfd", &e))?;
         Ok(Arc::new_cyclic(|weak| Listener {
+            settings,
             socket: Mutex::new(Some(socket)),
             bound: AtomicBool::new(false),
             acceptable: AtomicBool::new(false),
@@ -82,7 +86,7 @@ impl Listener {
                     Ok(Some((accepted, peer))) => {
                         debug!("accepted a connection from {peer}");
                         let port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
-                        return Ok(Some(Conn::accepted(accepted, peer, port)));
+                        return Ok(Some(Conn::accepted(self.settings, accepted, peer, port)));
                     }
                     Ok(None) => self.acceptable.store(false, Ordering::Release),
                     Err(e) => return Err(Error::io("accept", &e)),

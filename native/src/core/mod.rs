@@ -1,6 +1,7 @@
 //! The transport core: connections, listeners, selectors and the hubs they make progress on.
 
 pub mod auth;
+pub mod background;
 pub mod conn;
 pub mod credits;
 pub mod error;

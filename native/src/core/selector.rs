@@ -16,6 +16,7 @@ use super::error::Result;
 use super::hub::Hub;
 use super::listener::Listener;
 use super::readiness::{Key, Queue, Ready};
+use crate::config::Settings;
 
 /// The channel of a registration.
 pub enum Target {
@@ -42,9 +43,10 @@ pub struct Selector {
 }
 
 impl Selector {
-    pub fn open() -> std::io::Result<Arc<Selector>> {
+    /// A selector working with `settings`.
+    pub fn open(settings: &'static Settings) -> std::io::Result<Arc<Selector>> {
         Ok(Arc::new(Selector {
-            hub: Hub::new_for_selector()?,
+            hub: Hub::new_for_selector(settings)?,
             queue: Mutex::default(),
             pending: AtomicBool::new(false),
             lists: Mutex::default(),

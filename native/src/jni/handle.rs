@@ -159,11 +159,12 @@ pub fn destroy<T: Tagged>(handle: i64) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::settings;
 
     #[test]
     fn zero_and_mistyped_handles_are_rejected() {
         assert_eq!(get::<Selector>(0).err().unwrap().status, Status::BadHandle);
-        let selector = Selector::open().unwrap();
+        let selector = Selector::open(settings()).unwrap();
         let handle = into_handle(selector);
         assert!(get::<Selector>(handle).is_ok());
         assert_eq!(get::<Conn>(handle).err().unwrap().status, Status::BadHandle);
@@ -172,7 +173,7 @@ mod tests {
 
     #[test]
     fn a_destroy_during_a_call_frees_after_it() {
-        let selector = Selector::open().unwrap();
+        let selector = Selector::open(settings()).unwrap();
         let weak = Arc::downgrade(&selector);
         let handle = into_handle(selector);
         let call = get::<Selector>(handle).unwrap();

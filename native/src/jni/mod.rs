@@ -171,10 +171,10 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
         if let Some(problem) = crate::load_problem() {
             return Err(Error::new(Status::BadHandle, problem));
         }
-        crate::core::hub::start_background().map_err(|e| Error::io("starting the hadronio-background thread", &e))?;
+        crate::core::background::start_background().map_err(|e| Error::io("starting the hadronio-background thread", &e))?;
         // The UCX context depends on the settings (segment size): create it now that they are in.
         if settings().ucx {
-            let _ = crate::core::lanes::context(crate::core::lanes::Kind::Full);
+            let _ = crate::core::lanes::context(crate::core::lanes::Kind::Full, settings().slot_len);
         }
         Ok(())
     })
@@ -185,7 +185,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
 pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut JNIEnv, _class: jclass) -> jstring {
     slow(env, std::ptr::null_mut(), |env| {
         let (major, minor, release) = crate::ucx::runtime_version();
-        let ucx = match crate::core::lanes::context(crate::core::lanes::Kind::Full) {
+        let ucx = match crate::core::lanes::context(crate::core::lanes::Kind::Full, settings().slot_len) {
             Ok(_) => String::from("available"),
             Err(e) => format!("unavailable: {e}"),
         };
@@ -297,7 +297,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_jdkSelectorProvider(env: *mu
 /// caller until `connDestroy`.
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_connOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
-    slow(env, 0, |_| Ok(handle::into_handle(Conn::open()?)))
+    slow(env, 0, |_| Ok(handle::into_handle(Conn::open(settings())?)))
 }
 
 /// `static native void connBind(long handle, byte[] ip, int scopeId, int port)`.
@@ -523,7 +523,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connDescribe(env: *mut JNIEn
 /// `listenerDestroy`).
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_listenerOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
-    slow(env, 0, |_| Ok(handle::into_handle(Listener::open()?)))
+    slow(env, 0, |_| Ok(handle::into_handle(Listener::open(settings())?)))
 }
 
 /// `static native void listenerBind(long handle, byte[] ip, int scopeId, int port, int backlog)`:
@@ -619,7 +619,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_listenerDestroy(env: *mut JN
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_selectorOpen(env: *mut JNIEnv, _class: jclass) -> jlong {
     slow(env, 0, |_| {
-        let selector = Selector::open().map_err(|e| Error::io("opening a selector", &e))?;
+        let selector = Selector::open(settings()).map_err(|e| Error::io("opening a selector", &e))?;
         Ok(handle::into_handle(selector))
     })
 }

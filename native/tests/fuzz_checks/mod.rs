@@ -22,6 +22,7 @@ use std::os::fd::AsRawFd;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use hadronio::config::settings;
 use hadronio::config::Settings;
 use hadronio::core::conn::{Conn, OPT_SO_LINGER};
 use hadronio::core::credits::TxCredits;
@@ -537,7 +538,7 @@ fn harness() -> &'static Harness {
         // Inputs whose FIN announces UCX messages that never come end after the liveness bound:
         // keep it short so that each takes a moment, not seconds.
         Settings::install(Settings { liveness_ms: 200, ..Settings::default() });
-        let listener = Listener::open().unwrap();
+        let listener = Listener::open(settings()).unwrap();
         listener.bind(&"127.0.0.1:0".parse().unwrap(), 64).unwrap();
         let listener_addr = listener.local_addr().unwrap().unwrap();
         let raw = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -644,7 +645,7 @@ pub fn stream(data: &[u8]) {
 
     let harness = harness();
     let (conn, mut peer) = if client_role {
-        let conn = Conn::open().unwrap();
+        let conn = Conn::open(settings()).unwrap();
         assert!(conn.connect(&harness.raw.local_addr().unwrap(), true, Some(Duration::from_secs(5))).unwrap());
         let (peer, _) = harness.raw.accept().unwrap();
         (conn, peer)

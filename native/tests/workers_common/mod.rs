@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::hub::Hub;
@@ -20,7 +21,7 @@ fn region(buf: &mut [u8]) -> [Region; 1] {
 /// greeting, probe).
 pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn>, Arc<Conn>) {
     let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open().unwrap();
+    let client = Conn::open(settings()).unwrap();
     assert!(client.connect(&addr, true, None).unwrap());
     let server = listener.accept(true, None).unwrap().unwrap();
     server.bind_hub(hub).unwrap();

@@ -8,9 +8,8 @@ use std::time::{Duration, Instant};
 use log::{debug, trace};
 
 use super::{Conn, Phase, State};
-use crate::config::settings;
 use crate::core::error::{Error, Result, Status};
-use crate::core::hub::background;
+use crate::core::background::background;
 use crate::core::iov::{Cursor, Region};
 use crate::core::link::Link;
 use crate::core::negotiation::{Negotiation, WriteMode};
@@ -140,10 +139,11 @@ impl Conn {
         let hub = self.hub.get().cloned();
         match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
-                let linger = Duration::from_millis(settings().linger_ms);
+                let linger = Duration::from_millis(state.settings.linger_ms);
                 state.linger_deadline = Some(Instant::now() + linger);
                 drop(state);
                 hub.linger(me);
+                background().adopt(hub.clone());
             }
             _ => {
                 if pending && !abort && state.fatal.is_none() {
@@ -219,9 +219,7 @@ impl Conn {
                 link.lane().mark_lost();
             }
             if !link.teardown() {
-                if let Some(hub) = self.hub.get() {
-                    hub.bury(link);
-                }
+                self.bury(link);
             }
         }
         trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);

@@ -33,7 +33,8 @@ use log::{debug, info, log_enabled, warn, Level};
 use parking_lot::{Mutex, MutexGuard};
 
 use super::error::{Error, Result, Status};
-use super::hub::{background, Events, Hub};
+use super::background::background;
+use super::hub::{Events, Hub};
 use super::identity;
 use super::protocol::Identity;
 use super::link::Link;
@@ -41,7 +42,7 @@ use super::negotiation::{Action, Negotiation, Policy, TcpReason};
 use super::protocol::{self, Role};
 use super::readiness::{Key, Ready, OP_CONNECT, OP_READ, OP_WRITE};
 use super::stream::{self, Failure, RxState, TxState};
-use crate::config::settings;
+use crate::config::Settings;
 use crate::net::poller;
 use crate::net::socket::Socket;
 use crate::rules;
@@ -90,6 +91,8 @@ struct IoFlags {
 }
 
 struct State {
+    /// The library's settings, given when the connection was created.
+    settings: &'static Settings,
     socket: Option<Socket>,
     role: Role,
     phase: Phase,
@@ -153,8 +156,7 @@ fn nonce() -> u64 {
 }
 
 /// What this side may do on a connection with `peer` (rules, settings, UCX availability).
-fn policy(role: Role, peer: SocketAddr, service_port: u16) -> Policy {
-    let s = settings();
+fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settings) -> Policy {
     let upgrade = if !s.ucx {
         Err((TcpReason::Rule, String::from("UCX disabled by hadronio.transport=tcp")))
     } else {
@@ -164,7 +166,7 @@ fn policy(role: Role, peer: SocketAddr, service_port: u16) -> Policy {
             let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
             Err((TcpReason::Rule, format!("{whose} '{rule}'")))
         } else {
-            super::lanes::context(super::lanes::Kind::Full)
+            super::lanes::context(super::lanes::Kind::Full, s.slot_len)
                 .map(|_| ())
                 .map_err(|e| (TcpReason::NoPath, format!("UCX unavailable: {e}")))
         }
@@ -197,8 +199,9 @@ impl Conn {
         })
     }
 
-    fn new_state(socket: Socket, role: Role, phase: Phase) -> State {
+    fn new_state(settings: &'static Settings, socket: Socket, role: Role, phase: Phase) -> State {
         State {
+            settings,
             socket: Some(socket),
             role,
             phase,
@@ -228,19 +231,19 @@ impl Conn {
         }
     }
 
-    /// A new unconnected client socket.
-    pub fn open() -> Result<Arc<Conn>> {
-        let socket = Socket::new(settings().ipv6).map_err(|e| Error::io("socket", &e))?;
-        Ok(Conn::with_state(Conn::new_state(socket, Role::Client, Phase::Unconnected)))
+    /// A new unconnected client socket, working with `settings`.
+    pub fn open(settings: &'static Settings) -> Result<Arc<Conn>> {
+        let socket = Socket::new(settings.ipv6).map_err(|e| Error::io("socket", &e))?;
+        Ok(Conn::with_state(Conn::new_state(settings, socket, Role::Client, Phase::Unconnected)))
     }
 
     /// A connection accepted by a listener on `local_port`. Looks at once whether the client's
     /// offer is already there.
-    pub fn accepted(socket: Socket, peer: SocketAddr, local_port: u16) -> Arc<Conn> {
-        let mut state = Conn::new_state(socket, Role::Server, Phase::Connected);
+    pub fn accepted(settings: &'static Settings, socket: Socket, peer: SocketAddr, local_port: u16) -> Arc<Conn> {
+        let mut state = Conn::new_state(settings, socket, Role::Server, Phase::Connected);
         state.remote = Some(peer);
         state.bound_local = true;
-        state.neg = Some(Negotiation::new(policy(Role::Server, peer, local_port)));
+        state.neg = Some(Negotiation::new(policy(Role::Server, peer, local_port, settings)));
         Self::count_new(&state);
         let conn = Conn::with_state(state);
         {
@@ -322,7 +325,7 @@ impl Conn {
             return Ok(hub.clone());
         }
         let ucx = state.neg.as_ref().is_none_or(|n| n.pending() || n.upgraded());
-        let hub = Hub::new(ucx).map_err(|e| Error::io("creating a hub", &e))?;
+        let hub = Hub::new(state.settings, ucx).map_err(|e| Error::io("creating a hub", &e))?;
         self.bind_locked(state, &hub)
     }
 
@@ -332,7 +335,7 @@ impl Conn {
             state.link_wanted = Some(identity);
             return;
         };
-        let s = settings();
+        let s = state.settings;
         let locality = identity::locality(&identity::ours(), &identity);
         let link = hub.lane(locality).and_then(|lane| {
             Link::new(lane, state.id, s.slots, s.slot_len, s.send_buffer).map_err(|e| format!("could not post UCX receives: {e}"))
@@ -379,7 +382,7 @@ impl Conn {
                 return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
             }
             state.remote = Some(*addr);
-            state.neg = Some(Negotiation::new(policy(Role::Client, *addr, addr.port())));
+            state.neg = Some(Negotiation::new(policy(Role::Client, *addr, addr.port(), state.settings)));
             let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
             match socket.connect(addr) {
                 Ok(true) => {
@@ -669,8 +672,18 @@ impl Conn {
             if let Some(hub) = self.hub.get() {
                 hub.unregister_link(state.id);
                 if !link.teardown() {
-                    hub.bury(link);
+                    self.bury(link);
                 }
+            }
+        }
+    }
+
+    /// Leaves a torn-down link whose sends are still in flight to the hub (and the hub to the
+    /// background thread when no selector's thread progresses it).
+    fn bury(&self, link: Link) {
+        if let Some(hub) = self.hub.get() {
+            if hub.bury(link) {
+                background().adopt(hub.clone());
             }
         }
     }
@@ -680,7 +693,7 @@ impl Conn {
     /// within `hadronio.livenessMillis` instead of TCP's quarter of an hour. The application's
     /// `SO_KEEPALIVE` stays what it set, as far as it can tell.
     fn watch_liveness(&self, state: &mut State) {
-        let millis = settings().liveness_ms;
+        let millis = state.settings.liveness_ms;
         let Some(socket) = &state.socket else { return };
         if millis == 0 || state.user_keepalive.is_some() {
             return;
@@ -781,7 +794,7 @@ impl Conn {
                 let why = match state.user_keepalive {
                     Some(_) => format!(
                         "the peer did not answer on the control connection for {} ms (hadronio.livenessMillis)",
-                        settings().liveness_ms
+                        state.settings.liveness_ms
                     ),
                     None => String::from("the peer did not answer on the control connection"),
                 };

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use log::trace;
 
 use super::{Conn, Phase, State};
-use crate::config::settings;
 use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
@@ -63,7 +62,7 @@ impl Conn {
     /// the FIN announced were sent before it, so they come soon or never (a broken or hostile
     /// peer), and waiting for them is bounded by `hadronio.livenessMillis` (none if 0).
     pub(super) fn announced_deadline(state: &State) -> Option<Instant> {
-        let millis = settings().liveness_ms;
+        let millis = state.settings.liveness_ms;
         let neg = state.neg.as_ref()?;
         if millis == 0 || !state.rx.eof || Self::at_end(state) {
             return None;

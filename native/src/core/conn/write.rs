@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use parking_lot::MutexGuard;
 
 use super::{Conn, Phase, State};
+use crate::core::background::background;
 use crate::core::error::{Error, Result, Status};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
@@ -182,6 +183,7 @@ impl Conn {
             drop(state);
             self.watched.store(true, Ordering::Release);
             hub.watch_pending(me);
+            background().adopt(hub);
         }
     }
 

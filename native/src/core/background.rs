@@ -1,0 +1,206 @@
+//! The background thread: progresses hubs that have work nobody else may do, closes sockets
+//! gracefully and tells channels when the times they asked for come.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+use log::warn;
+use parking_lot::{Condvar, Mutex};
+
+use super::hub::{Events, Hub};
+use crate::net::socket::Socket;
+
+/// How often the background thread looks at hubs with data waiting to go out.
+const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
+
+/// How long a closed connection's socket waits for the peer to close as well.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reads and drops what is available; true when the peer closed (or the socket failed).
+fn drain(socket: &Socket) -> bool {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match socket.recv(&mut scratch, false) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The background thread: progresses hubs that have work nobody else may do (staged data of
+/// channels whose threads are busy elsewhere, lingering closes), but only a hub that no
+/// application thread has progressed for [`OWNER_AWAY`](super::hub::OWNER_AWAY). It sleeps in an
+/// epoll set that nests the epoll sets of the blocking channels' hubs, so it wakes on their events
+/// and uses no CPU otherwise; selector hubs are not nested (their events belong to the selector's thread). While
+/// any hub has data waiting, it looks every [`OWNER_AWAY_TICK`].
+pub struct Background {
+    hub: Arc<Hub>,
+    incoming: Mutex<Vec<Arc<Hub>>>,
+    /// Closed connections' sockets, half-closed, drained until the peer closes too.
+    closing: Mutex<Vec<(Socket, Instant)>>,
+    /// Channels to tell when a time comes ([`Events::on_deadline`]).
+    timers: Mutex<Vec<(Instant, Weak<dyn Events>)>>,
+    changed: AtomicBool,
+    idle: Condvar,
+    idle_lock: Mutex<()>,
+}
+
+static BACKGROUND: OnceLock<Arc<Background>> = OnceLock::new();
+static BACKGROUND_START: Mutex<()> = Mutex::new(());
+
+/// Creates the background hub and starts its thread unless done already. The library does it when
+/// it is initialised: later, at the file descriptor limit, its epoll and eventfd could not be had.
+pub fn start_background() -> std::io::Result<&'static Arc<Background>> {
+    if let Some(background) = BACKGROUND.get() {
+        return Ok(background);
+    }
+    let _guard = BACKGROUND_START.lock();
+    if let Some(background) = BACKGROUND.get() {
+        return Ok(background);
+    }
+    let hub = Hub::new_background()?;
+    let background = BACKGROUND.get_or_init(|| {
+        Arc::new(Background {
+            hub,
+            incoming: Mutex::default(),
+            closing: Mutex::default(),
+            timers: Mutex::default(),
+            changed: AtomicBool::new(false),
+            idle: Condvar::new(),
+            idle_lock: Mutex::new(()),
+        })
+    });
+    let worker = background.clone();
+    let spawned = std::thread::Builder::new().name("hadronio-background".into()).spawn(move || worker.run());
+    if let Err(e) = spawned {
+        warn!("could not start the hadronio-background thread: {e}");
+    }
+    Ok(background)
+}
+
+/// The background thread ([`start_background`] created it when the library was initialised).
+pub fn background() -> &'static Arc<Background> {
+    match start_background() {
+        Ok(background) => background,
+        Err(e) => panic!("cannot create the background hub: {e}"),
+    }
+}
+
+impl Background {
+    /// Progresses `hub` while it has work nobody else may do (see [`Hub::linger`],
+    /// [`Hub::watch_pending`], [`Hub::bury`]).
+    pub fn adopt(&self, hub: Arc<Hub>) {
+        self.incoming.lock().push(hub);
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    /// Closes a socket gracefully: FIN after the data already written, then reads (and drops)
+    /// whatever the peer still sends until it closes as well. Closing with unread bytes in the
+    /// receive queue would make the kernel reset the connection and discard our unsent data.
+    pub fn close_gracefully(&self, socket: Socket) {
+        let _ = socket.shutdown(std::net::Shutdown::Write);
+        if drain(&socket) {
+            return;
+        }
+        if self.hub.watch_closing(socket.as_raw_fd()).is_err() {
+            return;
+        }
+        self.closing.lock().push((socket, Instant::now() + CLOSE_TIMEOUT));
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    /// Calls `channel`'s [`Events::on_deadline`] at `at` (or soon after).
+    pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
+        self.timers.lock().push((at, channel));
+        self.changed.store(true, Ordering::SeqCst);
+        self.hub.wake_always();
+        let _guard = self.idle_lock.lock();
+        self.idle.notify_one();
+    }
+
+    /// Tells the connections whose time came; returns the next time asked for.
+    fn fire_timers(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        let next = {
+            let mut timers = self.timers.lock();
+            timers.retain(|(at, conn)| {
+                if *at > now {
+                    return conn.strong_count() > 0;
+                }
+                due.push(conn.clone());
+                false
+            });
+            timers.iter().map(|(at, _)| *at).min()
+        };
+        for conn in due.iter().filter_map(Weak::upgrade) {
+            conn.on_deadline();
+        }
+        next
+    }
+
+    /// Drains the half-closed sockets; drops those whose peer closed or that waited too long.
+    fn drain_closing(&self) -> bool {
+        let mut closing = self.closing.lock();
+        let now = Instant::now();
+        closing.retain(|(socket, deadline)| {
+            let done = drain(socket) || now >= *deadline;
+            if done {
+                self.hub.unwatch_closing(socket.as_raw_fd());
+            }
+            !done
+        });
+        !closing.is_empty()
+    }
+
+    fn run(&self) {
+        let mut adopted: Vec<Arc<Hub>> = Vec::new();
+        loop {
+            let closing = self.drain_closing();
+            let next_timer = self.fire_timers();
+            let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
+            for hub in std::mem::take(&mut *self.incoming.lock()) {
+                if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
+                    // A selector hub's events belong to the selector's thread: not nested.
+                    if !hub.is_selector() {
+                        if let Err(e) = self.hub.add_nested(&hub) {
+                            warn!("background thread cannot watch hub {}: {e}", hub.serial());
+                        }
+                    }
+                    adopted.push(hub);
+                }
+            }
+            self.changed.store(false, Ordering::SeqCst);
+            for hub in &adopted {
+                hub.poll_for_background();
+            }
+            adopted.retain(|hub| {
+                let keep = hub.needs_background();
+                if !keep && !hub.is_selector() {
+                    self.hub.remove_nested(hub);
+                }
+                keep
+            });
+            if adopted.is_empty() && !closing {
+                let mut guard = self.idle_lock.lock();
+                if self.incoming.lock().is_empty() && self.closing.lock().is_empty() && !self.changed.load(Ordering::SeqCst) {
+                    self.idle.wait_for(&mut guard, until_timer.map_or(Duration::from_secs(1), |t| t.min(Duration::from_secs(1))));
+                }
+                continue;
+            }
+            let tick = if adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
+            let tick = until_timer.map_or(tick, |t| t.min(tick));
+            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
+        }
+    }
+}
