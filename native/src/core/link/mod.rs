@@ -1,0 +1,508 @@
+//! The UCX half of a connection: posted receive slots, credits, staged sends.
+//!
+//! Receiving: `slots` buffers of `slot_len` bytes are posted, each for one message: slot `k`
+//! receives the slot messages whose sequence number is `k` modulo the slot count, by exact tag
+//! (UCX finds an exact tag by hash; a masked receive would be searched for in a list of every
+//! masked receive of the worker). The peer may have at most that many unconsumed messages in
+//! flight (its credits). UCX may complete receives in any order, so every slot has its own
+//! completion flag and the reader consumes slots strictly in ring order. A consumed slot is posted
+//! again at once, for the message `slots` later, and counted; the count returns to the peer in a
+//! small active message once half the slots were consumed. An empty slot message announces a
+//! BODY, received outside the slots (straight into the reader's memory when its length fits).
+//!
+//! Sending: a message carries at most the peer's slot length. A write is sent straight from the
+//! caller's memory when UCX can complete it before returning; otherwise, or when credits are
+//! exhausted, the bytes are copied into staging buffers (small writes coalesce there) that go out
+//! as credits return. Staged bytes are bounded by the send buffer setting.
+//!
+//! Files: this one holds the link's state, set-up and teardown; `rx.rs` receiving, `tx.rs`
+//! sending.
+
+mod rx;
+mod tx;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use log::debug;
+
+use super::credits::{RxCredits, TxCredits};
+use super::error::{Error, Result, Status};
+use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
+use super::protocol::{self, Addr};
+use crate::ucx::{self, Completion, Request, Start, Wake, WorkerLock};
+
+/// The part of a link that completion callbacks see. Only atomics.
+pub struct Shared {
+    pub id: u32,
+    touched_flag: AtomicBool,
+    touched: Arc<Touched>,
+    /// The receive slots' completions.
+    slots: Box<[Completion]>,
+    /// Highest consumed count the peer reported in a credit message.
+    peer_consumed: AtomicU64,
+    /// The token of a probe ping to answer, and whether there is one.
+    ping: AtomicU64,
+    pinged: AtomicBool,
+    /// The token of the last pong, and whether one came.
+    pong: AtomicU64,
+    ponged: AtomicBool,
+}
+
+impl Wake for Shared {
+    fn wake(&self) {
+        self.touch();
+    }
+}
+
+/// What the completions of a link's operations wake: its `Shared`, which outlives them.
+fn waker(shared: &Arc<Shared>) -> *const dyn Wake {
+    let shared: *const Shared = Arc::as_ptr(shared);
+    shared
+}
+
+impl Shared {
+    /// A credit or probe message for this link arrived (inside progress).
+    pub fn on_notice(&self, notice: Notice) {
+        log::trace!("link {}: {notice:?}", self.id);
+        match notice {
+            Notice::Credit(consumed) => {
+                self.peer_consumed.fetch_max(consumed, Ordering::AcqRel);
+            }
+            Notice::Ping(token) => {
+                self.ping.store(token, Ordering::Relaxed);
+                self.pinged.store(true, Ordering::Release);
+            }
+            Notice::Pong(token) => {
+                self.pong.store(token, Ordering::Relaxed);
+                self.ponged.store(true, Ordering::Release);
+            }
+        }
+        self.touch();
+    }
+
+    /// Queues this link for attention after the current progress call.
+    pub fn touch(&self) {
+        if !self.touched_flag.swap(true, Ordering::AcqRel) {
+            self.touched.push(self.id);
+        }
+    }
+
+    /// Clears the touched mark before the link is looked at.
+    pub fn untouch(&self) {
+        self.touched_flag.store(false, Ordering::Release);
+    }
+}
+
+/// A staging buffer: bytes copied from the application, waiting for credits or for UCX.
+struct SendBuf {
+    status: Completion,
+    data: Vec<u8>,
+    posted: bool,
+    request: Option<Request>,
+}
+
+/// A credit message in flight (its header must stay valid until it completes).
+struct CreditSend {
+    status: Completion,
+    header: [u8; protocol::CREDIT_HEADER_LEN],
+    request: Option<Request>,
+}
+
+/// What the peer told us in its ADDR frame.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    id: u32,
+    slot_len: usize,
+    max_message: usize,
+}
+
+/// Smallest write that goes as a BODY straight from the caller's memory (and at least two slots).
+/// A BODY waits for the reader (UCX's rendezvous); smaller writes are copied into staging and the
+/// writer goes on at once, as with the kernel's send buffer, so that both directions of a stream
+/// flow at the same time.
+const LARGE_MIN: usize = 256 * 1024;
+
+/// Largest BODY message this side accepts (announced in ADDR).
+pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
+
+/// A BODY being received: into the caller's memory (blocking reads) or into the bounce buffer.
+struct LargeRx {
+    /// Its length, if UCX knew it when the receive was posted.
+    expected: Option<usize>,
+    /// Size of the receive buffer.
+    capacity: usize,
+    into_user: bool,
+    offset: usize,
+    status: Box<Completion>,
+    request: Option<Request>,
+}
+
+/// A BODY being sent straight from the caller's memory (blocking writes).
+struct LargeTx {
+    status: Arc<Completion>,
+    request: Option<Request>,
+}
+
+/// Lets a blocking writer wait for its large send even after the connection was torn down.
+#[derive(Clone)]
+pub struct TxWaiter(Arc<Completion>);
+
+impl TxWaiter {
+    pub fn done(&self) -> bool {
+        self.0.is_done()
+    }
+}
+
+/// How long a dropped link waits for its requests to end before their memory is left to the
+/// worker (unless its peer is known to be gone).
+const DROP_WAIT: Duration = Duration::from_millis(100);
+
+/// How long a teardown waits for cancelled receives before leaving them to the hub.
+const TEARDOWN_WAIT: Duration = Duration::from_millis(50);
+
+pub struct Link {
+    shared: Arc<Shared>,
+    lane: Arc<Lane>,
+    slot_len: usize,
+    memory: Box<[u8]>,
+    requests: Vec<Option<Request>>,
+    head: usize,
+    head_offset: usize,
+    /// Slot messages consumed by the application, and what the peer was told.
+    rx: RxCredits,
+    ep: Option<Arc<PeerEndpoint>>,
+    peer: Option<Peer>,
+    /// Our messages to the peer: sent and consumed by it.
+    tx: TxCredits,
+    staged: VecDeque<Box<SendBuf>>,
+    staged_bytes: usize,
+    send_buffer: usize,
+    spare: Vec<Box<SendBuf>>,
+    credit: Box<CreditSend>,
+    credit_wanted: bool,
+    /// Sequence number of the slot message the next posted receive is for.
+    rx_posted: u64,
+    large_rx: Option<LargeRx>,
+    rx_large_seq: u64,
+    bounce: Vec<u8>,
+    large_tx: Option<LargeTx>,
+    tx_large_seq: u64,
+}
+
+/// What an empty slot message (a BODY announcement) is sent from.
+static EMPTY: [u8; 1] = [0];
+
+impl Link {
+    /// Allocates the receive slots for connection `id` on the worker of `lane` and posts them all.
+    pub fn new(lane: Arc<Lane>, id: u32, slots: u32, slot_len: u32, send_buffer: u32) -> Result<Link> {
+        let slot_len = slot_len as usize;
+        let count = slots as usize;
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
+            let owner: *const dyn Wake = weak.as_ptr();
+            Shared {
+                id,
+                touched_flag: AtomicBool::new(false),
+                touched: lane.touched.clone(),
+                slots: (0..count).map(|_| Completion::new(owner, false)).collect(),
+                peer_consumed: AtomicU64::new(0),
+                ping: AtomicU64::new(0),
+                pinged: AtomicBool::new(false),
+                pong: AtomicU64::new(0),
+                ponged: AtomicBool::new(false),
+            }
+        });
+        let credit = Box::new(CreditSend {
+            status: Completion::new(waker(&shared), true),
+            header: [0; protocol::CREDIT_HEADER_LEN],
+            request: None,
+        });
+        let mut link = Link {
+            shared,
+            lane,
+            slot_len,
+            memory: vec![0u8; count * slot_len].into_boxed_slice(),
+            requests: (0..count).map(|_| None).collect(),
+            head: 0,
+            head_offset: 0,
+            rx: RxCredits::new(slots),
+            ep: None,
+            peer: None,
+            tx: TxCredits::new(0),
+            staged: VecDeque::new(),
+            staged_bytes: 0,
+            send_buffer: send_buffer as usize,
+            spare: Vec::new(),
+            credit,
+            credit_wanted: false,
+            rx_posted: 0,
+            large_rx: None,
+            rx_large_seq: 0,
+            bounce: Vec::new(),
+            large_tx: None,
+            tx_large_seq: 0,
+        };
+        let worker = link.lane.worker.clone();
+        let lock = worker.lock();
+        for slot in 0..count {
+            link.post(&lock, slot)?;
+        }
+        Ok(link)
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// The lane (worker) this link receives on.
+    pub fn lane(&self) -> &Arc<Lane> {
+        &self.lane
+    }
+
+    /// What the peer needs to send to us (the ADDR frame).
+    pub fn local_addr(&self) -> Addr {
+        Addr {
+            tag_id: self.shared.id,
+            slots: self.shared.slots.len() as u32,
+            slot_len: self.slot_len as u32,
+            max_message: MAX_LARGE_MESSAGE.max(self.slot_len) as u32,
+            worker_address: self.lane.worker.address().to_vec(),
+        }
+    }
+
+    /// Posts `slot` for the next slot message in sequence.
+    fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx_posted);
+        self.rx_posted += 1;
+        let done = &self.shared.slots[slot];
+        done.start();
+        let buffer = self.memory[slot * self.slot_len..].as_mut_ptr();
+        // SAFETY: the slot's memory and completion (and the `Shared` it wakes) live until the link
+        // is torn down, which cancels and waits for every pending receive first.
+        let started = unsafe { lock.tag_recv(buffer, self.slot_len, tag, protocol::FULL_MASK, done) };
+        match started {
+            Ok(request) => self.requests[slot] = Some(request),
+            Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
+        }
+        Ok(())
+    }
+
+    /// Sends a probe message (ping or pong) over the endpoint.
+    pub fn send_probe(&self, kind: u8, token: u64) -> Result<()> {
+        let (Some(ep), Some(peer)) = (self.ep.as_ref().and_then(|p| p.ep()), self.peer) else {
+            return Err(Error::new(Status::Internal, "a probe without an endpoint"));
+        };
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        let header = protocol::encode_probe(peer.id, kind, token);
+        match ep.am_send_owned(&lock, protocol::AM_PROBE, &header, &protocol::PROBE_PADDING) {
+            Ok(Start::Done(())) => Ok(()),
+            Ok(Start::Pending(request)) => {
+                request.free(&lock);
+                Ok(())
+            }
+            Err(e) => Err(Error::new(Status::Reset, format!("sending a UCX probe: {e}"))),
+        }
+    }
+
+    /// The token of a ping that arrived since the last call.
+    pub fn take_ping(&self) -> Option<u64> {
+        self.shared.pinged.swap(false, Ordering::AcqRel).then(|| self.shared.ping.load(Ordering::Relaxed))
+    }
+
+    /// The token of a pong that arrived since the last call.
+    pub fn take_pong(&self) -> Option<u64> {
+        self.shared.ponged.swap(false, Ordering::AcqRel).then(|| self.shared.pong.load(Ordering::Relaxed))
+    }
+
+    /// Creates the endpoint to the peer described by `addr`.
+    pub fn connect(&mut self, addr: &Addr) -> std::result::Result<(), ucx::UcxError> {
+        let ep = self.lane.endpoints.get(&self.lane.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
+        self.ep = Some(ep);
+        self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize, max_message: addr.max_message as usize });
+        self.tx = TxCredits::new(addr.slots);
+        Ok(())
+    }
+
+    pub fn has_endpoint(&self) -> bool {
+        self.ep.is_some()
+    }
+
+    /// The transports UCX chose for the endpoint.
+    pub fn describe(&self) -> String {
+        match self.ep.as_ref().and_then(|p| p.ep()) {
+            Some(ep) => ep.describe(),
+            None => String::from("(no endpoint)"),
+        }
+    }
+
+    /// " over shared memory (posix/memory, ...)" or " over the network (tcp/eth0, ...)": which
+    /// transports UCX chose for the endpoint, in words for a log line.
+    pub fn path_words(&self) -> String {
+        let unique = self.transports();
+        let shared = unique.iter().any(|t| t.starts_with("posix/") || t.starts_with("sysv/") || t.starts_with("xpmem/"));
+        let words = if shared { "shared memory" } else if unique.is_empty() { "UCX" } else { "the network" };
+        format!(" over {words} ({})", unique.join(", "))
+    }
+
+    /// Whether UCX reaches the peer only through its TCP transport.
+    pub fn tcp_only(&self) -> bool {
+        let transports = self.transports();
+        !transports.is_empty() && transports.iter().all(|t| t.starts_with("tcp/"))
+    }
+
+    /// The transports (`name/device`) of the endpoint's lanes, each once.
+    fn transports(&self) -> Vec<String> {
+        let text = self.describe();
+        // Lines such as "lane[0]:  0:posix/memory.0 md[0] -> ...": the transport/device word.
+        let transports: Vec<&str> = text
+            .lines()
+            .filter_map(|line| line.split_once("lane[").map(|(_, rest)| rest))
+            .filter_map(|rest| rest.split_whitespace().nth(1))
+            .map(|word| word.split_once(':').map_or(word, |(_, t)| t))
+            .filter(|t| t.contains('/'))
+            .collect();
+        let mut unique: Vec<String> = Vec::new();
+        for t in transports {
+            if !unique.iter().any(|u| u == t) {
+                unique.push(t.to_string());
+            }
+        }
+        unique
+    }
+
+    pub fn endpoint_error(&self) -> Option<i32> {
+        self.ep.as_ref().and_then(|p| p.failure())
+    }
+
+    /// Releases what UCX references: cancels the posted receives, discards messages that
+    /// arrived for this connection but were never matched, and frees completed requests. Returns
+    /// false while requests are still in flight (the hub keeps the link until
+    /// [`Link::finish_teardown`] succeeds); the shared endpoint stays open for other connections.
+    ///
+    /// A receive that is already matched cannot be cancelled: it completes when the rest of its
+    /// message arrives or the endpoint fails. Waiting for it is bounded so that a dead peer does
+    /// not stall the caller.
+    pub fn teardown(&mut self) -> bool {
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        for request in self.requests.iter().flatten() {
+            lock.cancel(request);
+        }
+        if let Some(request) = self.large_rx.as_ref().and_then(|l| l.request.as_ref()) {
+            lock.cancel(request);
+        }
+        let deadline = Instant::now() + TEARDOWN_WAIT;
+        while self.receives_in_flight() && Instant::now() < deadline {
+            lock.progress();
+        }
+        let mut scratch = Vec::new();
+        let drained =
+            lock.drain_unexpected(protocol::make_tag(self.shared.id, protocol::KIND_SLOT, 0), protocol::DEST_MASK, &mut scratch);
+        if drained > 0 {
+            debug!("link {}: discarded {drained} unread messages", self.shared.id);
+        }
+        drop(lock);
+        // Outside the worker's lock: the endpoint map is locked before it elsewhere.
+        if let Some(peer) = &self.ep {
+            self.lane.endpoints.release(peer, self.shared.id);
+        }
+        self.finish_teardown()
+    }
+
+    /// Whether a cancelled receive has not completed yet.
+    fn receives_in_flight(&self) -> bool {
+        self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.is_done())
+            || self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].is_done())
+    }
+
+    /// Frees the receive requests that completed.
+    fn free_completed_receives(&mut self, lock: &WorkerLock<'_>) {
+        if self.large_rx.as_ref().is_some_and(|l| l.status.is_done()) {
+            if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+                request.free(lock);
+            }
+        }
+        for (i, request) in self.requests.iter_mut().enumerate() {
+            if request.is_some() && self.shared.slots[i].is_done() {
+                if let Some(request) = request.take() {
+                    request.free(lock);
+                }
+            }
+        }
+    }
+
+    /// Frees sends that completed since; true when none is left (the link may be dropped).
+    pub fn finish_teardown(&mut self) -> bool {
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        self.free_completed_receives(&lock);
+        if self.large_tx.as_ref().is_some_and(|l| l.status.is_done()) {
+            if let Some(request) = self.large_tx.take().and_then(|l| l.request) {
+                request.free(&lock);
+            }
+        }
+        self.staged.retain_mut(|buf| {
+            if buf.posted && !buf.status.is_done() {
+                return true;
+            }
+            if let Some(request) = buf.request.take() {
+                request.free(&lock);
+            }
+            false
+        });
+        self.staged_bytes = self.staged.iter().map(|b| b.data.len()).sum();
+        if self.credit.status.is_done() {
+            if let Some(request) = self.credit.request.take() {
+                request.free(&lock);
+            }
+        }
+        let done = self.large_tx.is_none()
+            && self.staged.is_empty()
+            && self.credit.request.is_none()
+            && self.large_rx.is_none()
+            && self.requests.iter().all(Option::is_none);
+        if done {
+            self.ep = None;
+        }
+        done
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        if self.requests.iter().any(Option::is_some) || self.large_rx.is_some() {
+            self.teardown();
+        }
+        // Normally the hub kept the link until its requests ended; if not, give a live peer a
+        // moment. Requests that do not end (a peer that vanished in the middle of a message) keep
+        // their memory with the worker: UCX must not write into freed buffers.
+        let deadline = Instant::now() + DROP_WAIT;
+        while !self.finish_teardown() && !self.lane.is_lost() && Instant::now() < deadline {
+            self.lane.worker.lock().progress();
+        }
+        if !self.finish_teardown() {
+            debug!("link {}: requests still in flight at drop (peer gone?); their memory stays with the worker", self.shared.id);
+            let credit = std::mem::replace(
+                &mut self.credit,
+                Box::new(CreditSend {
+                    status: Completion::idle(),
+                    header: [0; protocol::CREDIT_HEADER_LEN],
+                    request: None,
+                }),
+            );
+            let memory = (
+                std::mem::take(&mut self.staged),
+                self.large_tx.take(),
+                self.large_rx.take(),
+                std::mem::take(&mut self.requests),
+                std::mem::take(&mut self.memory),
+                std::mem::take(&mut self.bounce),
+                credit,
+            );
+            self.leave_to_ucx(memory);
+        }
+    }
+}

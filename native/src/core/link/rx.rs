@@ -1,0 +1,259 @@
+//! The receiving half of a link: slots in ring order, BODY messages, credits returned.
+
+use std::time::{Duration, Instant};
+
+use log::{trace, warn};
+
+use crate::core::error::{Error, Result, Status};
+use crate::core::iov::Cursor;
+use crate::core::protocol;
+use crate::stats::{self, Counter};
+use crate::ucx::{self, Completion, Start, WorkerLock};
+
+use super::*;
+
+impl Link {
+    // --- receiving ----------------------------------------------------------------------------
+
+    /// Whether a read would return bytes (or make progress on a BODY).
+    pub fn readable(&self) -> bool {
+        match &self.large_rx {
+            Some(large) => large.status.is_done(),
+            None => self.shared.slots[self.head].is_done(),
+        }
+    }
+
+    /// Slot messages consumed so far.
+    pub fn consumed(&self) -> u64 {
+        self.rx.consumed()
+    }
+
+    /// Whether a BODY is being received into the caller's memory (the caller must wait for it
+    /// before returning, see [`Link::large_rx_done`]).
+    pub fn user_rx_pending(&self) -> bool {
+        self.large_rx.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
+    }
+
+    /// Whether the BODY receive into the caller's memory finished.
+    pub fn large_rx_done(&self) -> bool {
+        self.large_rx.as_ref().map_or(true, |l| !l.into_user || l.status.is_done())
+    }
+
+    /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
+    /// With `allow_user`, a large message may be received straight into `dst` (the call then
+    /// returns 0 with [`Link::user_rx_pending`] set, and the caller waits and calls again with the
+    /// same cursor).
+    pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
+        let start = dst.moved();
+        let worker = self.lane.worker.clone();
+        let mut lock = None;
+        while dst.remaining() > 0 {
+            if let Some(large) = &mut self.large_rx {
+                if !large.status.is_done() {
+                    break;
+                }
+                let status = large.status.status();
+                let got = large.status.length();
+                if status != ucx::Status::OK || got == 0 || large.expected.is_some_and(|expected| got != expected) {
+                    return Err(Self::body_error(status, got, large.expected, large.capacity));
+                }
+                if large.into_user {
+                    dst.advance(got);
+                    large.offset = got;
+                } else {
+                    // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
+                    let copied = unsafe { dst.fill_from(&self.bounce[large.offset..got]) };
+                    large.offset += copied;
+                }
+                if large.offset == got {
+                    let lock = lock.get_or_insert_with(|| worker.lock());
+                    if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+                        request.free(lock);
+                    }
+                    self.rx_large_seq += 1;
+                    self.consume_head(lock)?;
+                }
+                continue;
+            }
+            let slot = &self.shared.slots[self.head];
+            if !slot.is_done() {
+                break;
+            }
+            let status = slot.status();
+            if status != ucx::Status::OK {
+                return Err(if status == ucx::Status::MESSAGE_TRUNCATED {
+                    Error::new(Status::Protocol, "hadroNIO protocol error: peer sent a message larger than its credit allows")
+                } else {
+                    Error::new(Status::Reset, format!("UCX receive failed: {status}"))
+                });
+            }
+            let len = slot.length();
+            if len == 0 {
+                // A BODY announcement: its length is known once UCX has seen the BODY's first
+                // bytes (its sender sent it right after); the reader's memory takes it if it fits.
+                let lock = lock.get_or_insert_with(|| worker.lock());
+                let body = self.body_length(lock)?;
+                let user = match body.and_then(|body| dst.chunk(body).map(|chunk| (body, chunk))) {
+                    Some((body, (addr, n))) if allow_user && n == body && dst.moved() == start => Some(addr),
+                    _ => None,
+                };
+                self.start_large_rx(lock, body, user)?;
+                continue;
+            }
+            let base = self.head * self.slot_len;
+            let bytes = &self.memory[base + self.head_offset..base + len];
+            // SAFETY: `dst` regions are caller memory valid for this call and distinct from the
+            // ring memory.
+            let copied = unsafe { dst.fill_from(bytes) };
+            self.head_offset += copied;
+            if self.head_offset == len {
+                let lock = lock.get_or_insert_with(|| worker.lock());
+                self.consume_head(lock)?;
+            }
+        }
+        let read = dst.moved() - start;
+        stats::add(Counter::BytesReceivedUcx, read as u64);
+        if self.rx.should_report() {
+            let lock = lock.get_or_insert_with(|| worker.lock());
+            self.report_credits(lock)?;
+        }
+        Ok(read)
+    }
+
+    /// Re-posts the head slot (for the message `slots` later) and moves on to the next one.
+    pub(super) fn consume_head(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
+        if let Some(request) = self.requests[self.head].take() {
+            request.free(lock);
+        }
+        self.post(lock, self.head)?;
+        self.head = (self.head + 1) % self.shared.slots.len();
+        self.head_offset = 0;
+        self.rx.on_consumed();
+        Ok(())
+    }
+
+    /// Largest BODY this side accepts.
+    pub(super) fn body_limit(&self) -> usize {
+        MAX_LARGE_MESSAGE.max(self.slot_len)
+    }
+
+    /// The length of the next BODY if UCX has its first bytes already, validated.
+    pub(super) fn body_length(&self, lock: &WorkerLock<'_>) -> Result<Option<usize>> {
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        let Some(body) = lock.probe_length(tag) else { return Ok(None) };
+        let limit = self.body_limit();
+        if body == 0 || body > limit {
+            return Err(Error::new(
+                Status::Protocol,
+                format!("hadroNIO protocol error: a BODY of {body} bytes (allowed 1..={limit})"),
+            ));
+        }
+        Ok(Some(body))
+    }
+
+    pub(super) fn body_error(status: ucx::Status, got: usize, expected: Option<usize>, capacity: usize) -> Error {
+        if status == ucx::Status::MESSAGE_TRUNCATED {
+            return Error::new(Status::Protocol, format!("hadroNIO protocol error: a BODY larger than {capacity} bytes"));
+        }
+        if status == ucx::Status::OK && got == 0 {
+            return Error::new(Status::Protocol, "hadroNIO protocol error: an empty BODY");
+        }
+        Error::new(
+            Status::Reset,
+            format!(
+                "receiving a large message failed: {status} ({got} of {} bytes)",
+                expected.map_or_else(|| String::from("?"), |e| e.to_string())
+            ),
+        )
+    }
+
+    /// Posts the receive of the next BODY: into `user` memory (its length is known and fits), or
+    /// into the bounce buffer, sized for the BODY if its length is known and for the largest one
+    /// this side accepts otherwise.
+    pub(super) fn start_large_rx(&mut self, lock: &WorkerLock<'_>, expected: Option<usize>, user: Option<usize>) -> Result<()> {
+        let status = Box::new(Completion::new(waker(&self.shared), false));
+        let capacity = expected.unwrap_or_else(|| self.body_limit());
+        let buffer = match user {
+            Some(addr) => addr as *mut u8,
+            None => {
+                if self.bounce.len() < capacity {
+                    self.bounce.resize(capacity, 0);
+                }
+                self.bounce.as_mut_ptr()
+            }
+        };
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        // SAFETY: the buffer (caller memory kept alive until the caller saw completion, or the
+        // bounce buffer owned by the link) and the boxed completion (and the `Shared` it wakes)
+        // stay valid until the receive completes; teardown cancels and waits for it.
+        let started = unsafe { lock.tag_recv(buffer, capacity, tag, protocol::FULL_MASK, &status) };
+        let request = match started {
+            Ok(request) => request,
+            Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
+        };
+        self.large_rx = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
+        Ok(())
+    }
+
+    /// Gives up a BODY receive into caller memory (the connection is closing): cancels it and
+    /// waits until UCX no longer references that memory, at most `wait`.
+    pub fn abandon_user_rx(&mut self, wait: Duration) {
+        let Some(large) = &self.large_rx else { return };
+        if !large.into_user {
+            return;
+        }
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        if let Some(request) = &large.request {
+            lock.cancel(request);
+        }
+        // A matched receive completes when the rest of the message arrives or the endpoint
+        // fails; a peer that died mid-message does neither.
+        let deadline = Instant::now() + wait;
+        while !large.status.is_done() {
+            if Instant::now() >= deadline {
+                warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
+                let large = self.large_rx.take();
+                self.leave_to_ucx(large);
+                return;
+            }
+            lock.progress();
+        }
+        if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+            request.free(&lock);
+        }
+    }
+
+    /// Sends the consumed count to the peer in an active message (one at a time).
+    pub(super) fn report_credits(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
+        let (Some(ep), Some(peer)) = (self.ep.as_ref().and_then(|p| p.ep()), self.peer) else {
+            self.credit_wanted = true;
+            return Ok(());
+        };
+        if !self.credit.status.is_done() {
+            self.credit_wanted = true;
+            return Ok(());
+        }
+        if let Some(request) = self.credit.request.take() {
+            request.free(lock);
+        }
+        self.credit_wanted = false;
+        self.credit.header = protocol::encode_credit(peer.id, self.rx.consumed());
+        self.credit.status.start();
+        let credit = &mut *self.credit;
+        // SAFETY: the header and completion live in a box owned by the link until teardown, which
+        // completes every send first.
+        let started = unsafe { ep.am_send(lock, protocol::AM_CREDIT, &credit.header, &[], &credit.status) };
+        match started {
+            Ok(Start::Done(())) => credit.status.finish(),
+            Ok(Start::Pending(request)) => credit.request = Some(request),
+            Err(e) => {
+                credit.status.finish();
+                return Err(Error::new(Status::Reset, format!("sending credits: {e}")));
+            }
+        }
+        trace!("link {}: reported {} consumed", self.shared.id, self.rx.consumed());
+        self.rx.on_reported();
+        Ok(())
+    }
+}

@@ -1,0 +1,322 @@
+//! The sending half of a link: straight from the caller's memory, staged, or as a BODY.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use log::{debug, warn};
+
+use crate::core::error::{Error, Result, Status};
+use crate::core::iov::Cursor;
+use crate::core::protocol;
+use crate::stats::{self, Counter};
+use crate::ucx::{self, Completion, Start, WorkerLock};
+
+use super::*;
+
+impl Link {
+    // --- sending ------------------------------------------------------------------------------
+
+
+    /// Whether a write could take at least one byte now.
+    pub fn writable(&self) -> bool {
+        self.peer.is_some() && (self.staged_bytes < self.send_buffer.max(1) || self.staged.is_empty())
+    }
+
+    /// Messages sent or staged: the count the peer must consume before end of stream.
+    pub fn messages_committed(&self) -> u64 {
+        self.tx.sent() + self.staged.iter().filter(|b| !b.posted).count() as u64
+    }
+
+    /// Reports every consumed message now (the peer's stream ended, or we close): a closing
+    /// peer waits for the full count before it lets its endpoint go.
+    pub fn report_all(&mut self) -> Result<()> {
+        if !self.rx.unreported() {
+            return Ok(());
+        }
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        self.report_credits(&lock)
+    }
+
+    /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
+    /// discards the peer's unfinished receives of our messages when it does.
+    pub fn peer_caught_up(&self) -> bool {
+        self.peer.is_none() || self.tx.peer_consumed() >= self.tx.sent()
+    }
+
+    /// Whether everything written has been handed to UCX and completed.
+    pub fn tx_idle(&self) -> bool {
+        self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.is_done()
+    }
+
+    /// The tag of our next slot message.
+    pub(super) fn tag(&self, peer: Peer) -> u64 {
+        protocol::make_tag(peer.id, protocol::KIND_SLOT, self.tx.sent())
+    }
+
+    /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
+    /// `blocking`, a large piece may be sent straight from the caller's memory: the call then
+    /// returns with [`Link::user_tx_pending`] set and the caller must wait for it.
+    pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
+        let Some(peer) = self.peer else { return Ok(0) };
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        if self.tx.available() == 0 || !self.staged.is_empty() {
+            // Take credits that arrived meanwhile (their callbacks only touch atomics).
+            lock.progress();
+        }
+        self.flush_locked(&lock)?;
+        let start = src.moved();
+        let large_min = (2 * peer.slot_len).max(LARGE_MIN);
+        while src.remaining() > 0 {
+            if self.large_tx.is_some() {
+                break;
+            }
+            let message = src.remaining().min(peer.slot_len);
+            let has_unposted = self.staged.back().is_some_and(|b| !b.posted);
+            if !has_unposted && self.tx.available() > 0 {
+                if blocking && self.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
+                    if let Some((addr, len)) = src.chunk(peer.max_message) {
+                        if len >= large_min && self.send_large(&lock, peer, addr, len)? {
+                            src.advance(len);
+                            continue;
+                        }
+                    }
+                }
+                if let Some((addr, len)) = src.chunk(message) {
+                    if len == message && self.send_immediate(&lock, peer, addr, len)? {
+                        src.advance(len);
+                        continue;
+                    }
+                }
+            }
+            if !self.stage(src, peer) {
+                break;
+            }
+            if self.staged.back().is_some_and(|b| b.data.len() == peer.slot_len) {
+                self.post_staged(&lock)?;
+            }
+        }
+        self.post_staged(&lock)?;
+        if self.tx.available() == 0 && self.staged.back().is_some_and(|b| !b.posted) {
+            stats::count(Counter::CreditStalls);
+        }
+        let written = src.moved() - start;
+        stats::add(Counter::BytesSentUcx, written as u64);
+        Ok(written)
+    }
+
+    /// Sends a BODY announcement (an empty slot message) and the BODY from the caller's memory.
+    /// `Ok(false)` if the announcement could not go out at once (nothing sent).
+    pub(super) fn send_large(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
+        let tag = self.tag(peer);
+        // SAFETY: immediate-only and empty: UCX completes or does nothing.
+        let started = unsafe { ep.tag_send(lock, EMPTY.as_ptr(), 0, tag, true, None) };
+        match started {
+            Ok(Some(Start::Done(()))) => {}
+            Ok(Some(Start::Pending(request))) => {
+                lock.complete(&request);
+                request.free(lock);
+            }
+            Ok(None) => return Ok(false),
+            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+        }
+        self.tx.on_sent();
+        let status = Arc::new(Completion::new(waker(&self.shared), false));
+        let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx_large_seq);
+        self.tx_large_seq += 1;
+        // SAFETY: the caller's memory stays valid until the send completed: the blocking writer
+        // waits for `user_tx_pending` to clear (teardown closes the endpoint, which completes it).
+        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, false, Some(&status)) };
+        match started {
+            Ok(Some(Start::Done(()))) | Ok(None) => {}
+            Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
+            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+        }
+        Ok(true)
+    }
+
+    /// Whether a BODY is being sent from the caller's memory.
+    pub fn user_tx_pending(&self) -> bool {
+        self.large_tx.is_some()
+    }
+
+    /// A handle to wait for that send.
+    pub fn user_tx_waiter(&self) -> Option<TxWaiter> {
+        self.large_tx.as_ref().map(|l| TxWaiter(l.status.clone()))
+    }
+
+    /// Whether that send completed (then [`Link::finish_user_tx`] releases it).
+    pub fn user_tx_done(&self) -> bool {
+        self.large_tx.as_ref().map_or(true, |l| l.status.is_done())
+    }
+
+    /// Gives up on a BODY send the peer will never take (it is gone): the request and its
+    /// status stay allocated in case UCX still completes it.
+    pub fn abandon_user_tx(&mut self) {
+        if let Some(large) = self.large_tx.take() {
+            warn!("link {}: a send from the caller's memory did not end in time; leaving it to UCX", self.shared.id);
+            self.leave_to_ucx(large);
+        }
+    }
+
+    /// Hands `request_state` (a request and the memory it writes or reads) with this link's
+    /// `Shared`, which its callback touches, to the worker: UCX may still complete the request at
+    /// any time, even after the link is gone (when the endpoint or the worker is closed).
+    pub(super) fn leave_to_ucx<T: Send + 'static>(&self, request_state: T) {
+        self.lane.worker.keep_until_destroyed(Box::new((request_state, self.shared.clone())));
+    }
+
+    /// Releases a completed BODY send; an error if it failed.
+    pub fn finish_user_tx(&mut self) -> Result<()> {
+        if !self.user_tx_done() {
+            return Ok(());
+        }
+        let Some(large) = self.large_tx.take() else { return Ok(()) };
+        let status = large.status.status();
+        if let Some(request) = large.request {
+            let worker = self.lane.worker.clone();
+            request.free(&worker.lock());
+        }
+        if status != ucx::Status::OK {
+            return Err(Error::new(Status::Reset, format!("sending a large message failed: {status}")));
+        }
+        Ok(())
+    }
+
+    /// Tries to send straight from the caller's memory; `Ok(false)` if UCX could not complete the
+    /// send at once.
+    pub(super) fn send_immediate(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
+        let tag = self.tag(peer);
+        // SAFETY: with `immediate_only` UCX either completes (and no longer needs the memory) or
+        // does nothing; the memory is valid for this call.
+        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, None) };
+        match started {
+            Ok(Some(Start::Done(()))) => {
+                self.tx.on_sent();
+                Ok(true)
+            }
+            Ok(Some(Start::Pending(request))) => {
+                // Not expected with FORCE_IMM_CMPL; the caller's memory must not be referenced
+                // after we return, so finish the send here.
+                debug!("UCX returned a pending request for an immediate send");
+                lock.complete(&request);
+                request.free(lock);
+                self.tx.on_sent();
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(e) => Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+        }
+    }
+
+    /// Copies bytes from `src` into staging; `false` if the send buffer is full.
+    pub(super) fn stage(&mut self, src: &mut Cursor<'_>, peer: Peer) -> bool {
+        if let Some(tail) = self.staged.back_mut() {
+            if !tail.posted && tail.data.len() < peer.slot_len {
+                let room = peer.slot_len - tail.data.len();
+                let n = room.min(src.remaining());
+                let old = tail.data.len();
+                tail.data.resize(old + n, 0);
+                // SAFETY: the source regions are caller memory valid for this call.
+                let copied = unsafe { src.drain_into(&mut tail.data[old..]) };
+                tail.data.truncate(old + copied);
+                self.staged_bytes += copied;
+                return true;
+            }
+        }
+        if !self.staged.is_empty() && self.staged_bytes + peer.slot_len > self.send_buffer {
+            return false;
+        }
+        let owner = waker(&self.shared);
+        let mut buf = self.spare.pop().unwrap_or_else(|| {
+            Box::new(SendBuf {
+                status: Completion::new(owner, false),
+                data: Vec::with_capacity(peer.slot_len),
+                posted: false,
+                request: None,
+            })
+        });
+        buf.data.clear();
+        buf.posted = false;
+        buf.status.start();
+        let n = peer.slot_len.min(src.remaining());
+        buf.data.resize(n, 0);
+        // SAFETY: the source regions are caller memory valid for this call.
+        let copied = unsafe { src.drain_into(&mut buf.data) };
+        buf.data.truncate(copied);
+        self.staged_bytes += copied;
+        self.staged.push_back(buf);
+        true
+    }
+
+    /// Posts staged buffers while credits last.
+    pub(super) fn post_staged(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
+        let Some(peer) = self.peer else { return Ok(()) };
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(()) };
+        let mut index = self.staged.iter().position(|b| !b.posted).unwrap_or(self.staged.len());
+        while index < self.staged.len() && self.tx.available() > 0 {
+            let tag = self.tag(peer);
+            let buf = &mut self.staged[index];
+            // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
+            // completed (or teardown closed the endpoint, which completes it).
+            let started = unsafe { ep.tag_send(lock, buf.data.as_ptr(), buf.data.len(), tag, false, Some(&buf.status)) };
+            buf.posted = true;
+            match started {
+                Ok(Some(Start::Done(()))) | Ok(None) => buf.status.finish(),
+                Ok(Some(Start::Pending(request))) => buf.request = Some(request),
+                Err(e) => {
+                    buf.status.finish();
+                    return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
+                }
+            }
+            self.tx.on_sent();
+            index += 1;
+        }
+        self.recycle(lock);
+        Ok(())
+    }
+
+    /// Returns completed staging buffers to the spare list.
+    pub(super) fn recycle(&mut self, lock: &WorkerLock<'_>) {
+        let mut i = 0;
+        while i < self.staged.len() {
+            let buf = &self.staged[i];
+            if buf.posted && buf.status.is_done() {
+                if let Some(mut buf) = self.staged.remove(i) {
+                    if let Some(request) = buf.request.take() {
+                        request.free(lock);
+                    }
+                    self.staged_bytes -= buf.data.len();
+                    if self.spare.len() < 2 {
+                        self.spare.push(buf);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Takes credits the peer returned, posts staged data, recycles completed sends and sends a
+    /// credit report that had to wait. Called after progress touched this link.
+    pub fn flush(&mut self) -> Result<()> {
+        let worker = self.lane.worker.clone();
+        let lock = worker.lock();
+        self.flush_locked(&lock)
+    }
+
+    pub(super) fn flush_locked(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
+        let reported = self.shared.peer_consumed.load(Ordering::Acquire);
+        if reported > self.tx.peer_consumed() {
+            self.tx.on_consumed(reported)?;
+        }
+        self.post_staged(lock)?;
+        if self.credit_wanted {
+            self.report_credits(lock)?;
+        }
+        Ok(())
+    }
+}
