@@ -74,8 +74,15 @@ pub trait Events: Send + Sync {
         true
     }
 
-    /// Whether the channel still has data for the hub to send ([`Hub::watch_pending`]).
+    /// Whether the channel still has data for the hub to send ([`Hub::watch_pending`]); a
+    /// channel that says no stops asking to be watched.
     fn has_pending_tx(&self) -> bool {
+        false
+    }
+
+    /// Whether the channel asks to be watched (again: it may have written after
+    /// [`Events::has_pending_tx`] said no).
+    fn wants_watching(&self) -> bool {
         false
     }
 }
@@ -763,12 +770,16 @@ impl Hub {
         self.has_lingering.store(!lingering.is_empty(), Ordering::Release);
     }
 
-    /// Whether the background thread still has to progress this hub.
+    /// Whether the background thread still has to progress this hub. Channels whose data all
+    /// went leave the watch list; the list is not replaced wholesale, because a channel may join
+    /// it (or ask again) while the others are looked at, without its own thread coming back.
     pub(super) fn needs_background(&self) -> bool {
-        let pending: Vec<Arc<dyn Events>> = self.pending.lock().clone();
-        let still: Vec<Arc<dyn Events>> = pending.into_iter().filter(|c| c.has_pending_tx()).collect();
-        let busy = !still.is_empty();
-        *self.pending.lock() = still;
+        let watched: Vec<Arc<dyn Events>> = self.pending.lock().clone();
+        let done: Vec<Arc<dyn Events>> = watched.into_iter().filter(|c| !c.has_pending_tx()).collect();
+        let mut pending = self.pending.lock();
+        pending.retain(|c| c.wants_watching() || !done.iter().any(|d| same(d, c)));
+        let busy = !pending.is_empty();
+        drop(pending);
         busy || !self.lingering.lock().is_empty() || !self.graveyard.lock().is_empty()
     }
 }

@@ -188,6 +188,10 @@ impl Events for Conn {
     fn has_pending_tx(&self) -> bool {
         Conn::has_pending_tx(self)
     }
+
+    fn wants_watching(&self) -> bool {
+        self.watched.load(Ordering::Acquire)
+    }
 }
 
 impl Ready for Conn {
