@@ -54,6 +54,15 @@ impl<'a> Cursor<'a> {
         Some((region.addr + self.offset, len))
     }
 
+    /// The contiguous pieces from the current position on, in order: `(address, length)`.
+    pub fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let rest = self.regions.get(self.index..).unwrap_or_default();
+        rest.iter()
+            .enumerate()
+            .map(|(i, r)| if i == 0 { (r.addr + self.offset, r.len - self.offset) } else { (r.addr, r.len) })
+            .filter(|&(_, len)| len > 0)
+    }
+
     /// Marks `n` bytes of the current position as done.
     pub fn advance(&mut self, mut n: usize) {
         debug_assert!(n <= self.remaining);
@@ -146,8 +155,10 @@ mod tests {
         // SAFETY: the regions point to the live local arrays above.
         assert_eq!(unsafe { cursor.drain_into(&mut out) }, 5);
         assert_eq!(&out, b"abcde");
+        assert_eq!(cursor.pieces().collect::<Vec<_>>(), vec![(c.as_ptr() as usize + 2, 2)]);
         cursor.advance(2);
         assert_eq!(cursor.remaining(), 0);
+        assert_eq!(cursor.pieces().count(), 0);
         assert!(cursor.chunk(1).is_none());
     }
 }

@@ -395,6 +395,12 @@ impl Negotiation {
         matches!(self.stage, Stage::Upgraded)
     }
 
+    /// Whether the connection is plain TCP for good: no upgrade to come, and the peer's stream is
+    /// raw bytes with no urgent byte to watch for, so that its reads are the socket's own.
+    pub fn settled_plain(&self) -> bool {
+        matches!(self.stage, Stage::Plain) && matches!(self.rx, Rx::Raw(Watch::Nothing)) && !self.peer.switched && self.deliverable()
+    }
+
     /// Whether the upgrade is still possible (no decision yet).
     pub fn pending(&self) -> bool {
         matches!(

@@ -17,7 +17,7 @@ use super::error::Error;
 use super::iov::Cursor;
 use super::negotiation::{Negotiation, Next, Watch, WriteMode};
 use super::protocol::{self, FrameType};
-use crate::net::socket::Socket;
+use crate::net::socket::{Socket, MAX_PARTS};
 
 /// Most raw bytes read ahead of the application: to reach an urgent mark, or held back until
 /// the peer authenticated.
@@ -45,7 +45,8 @@ pub trait Wire {
     /// How many bytes can be read before the next mark (all available bytes without one).
     fn before_mark(&self) -> io::Result<usize>;
     fn send(&self, buf: &[u8]) -> io::Result<usize>;
-    /// Sends the parts in order (one system call); returns how many bytes were taken.
+    /// Sends the parts in order (one system call, at most [`MAX_PARTS`] of them); returns how
+    /// many bytes were taken.
     fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize>;
     /// Sends one urgent byte; `Ok(false)` if the socket cannot take it now.
     fn send_urgent(&self, byte: u8) -> io::Result<bool>;
@@ -429,13 +430,21 @@ pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut Tx
             if !flush(neg, wire, rx)? && neg.urgent() == Some(protocol::URGENT_OFFER) {
                 return Ok(());
             }
-            while let Some((addr, len)) = src.chunk(usize::MAX) {
-                // SAFETY: `addr..addr+len` is caller memory valid for this call.
-                let buf = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
-                match wire.send(buf) {
+            // A gathering write goes out in one system call, as the kernel's own channels send
+            // it: one segment where the buffers fit, not one per buffer.
+            while src.remaining() > 0 {
+                let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+                let (mut count, mut total) = (0, 0);
+                for (slot, (addr, len)) in parts.iter_mut().zip(src.pieces()) {
+                    // SAFETY: `addr..addr+len` is caller memory valid for this call.
+                    *slot = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                    count += 1;
+                    total += len;
+                }
+                match wire.send_vectored(&parts[..count]) {
                     Ok(n) => {
                         src.advance(n);
-                        if n < len {
+                        if n < total {
                             return Ok(());
                         }
                     }

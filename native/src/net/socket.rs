@@ -2,10 +2,10 @@
 //! and the whole data path when a connection is not upgraded.
 
 use std::io;
-use std::io::IoSlice;
+use std::io::{IoSlice, IoSliceMut};
 use std::mem::{size_of, MaybeUninit};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::raw::{c_int, c_void};
 use std::time::Duration;
 
@@ -13,6 +13,10 @@ use socket2::{Domain, SockAddr, TcpKeepalive, Type};
 
 /// `SIOCATMARK` (linux/sockios.h), which the libc crate does not declare.
 const SIOCATMARK: libc::Ioctl = 0x8905;
+
+/// The most buffers one gathering send takes: a write of more sends the first ones and returns
+/// short, as a partial write.
+pub const MAX_PARTS: usize = 16;
 
 fn cvt(result: c_int) -> io::Result<c_int> {
     if result < 0 {
@@ -141,9 +145,18 @@ impl Socket {
 
     /// Receives into `buf`. `Ok(0)` means end of stream (for a non-empty `buf`); `WouldBlock` if
     /// nothing is available.
+    ///
+    /// This and every other receive and send here pass `MSG_DONTWAIT`: they never wait, even
+    /// once [`Socket::set_blocking`] made the socket blocking for [`recv_waiting`].
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> io::Result<usize> {
         let flags = if peek { libc::MSG_PEEK } else { 0 };
-        retry(|| self.inner.recv_with_flags(uninit(buf), flags))
+        retry(|| self.inner.recv_with_flags(uninit(buf), flags | libc::MSG_DONTWAIT))
+    }
+
+    /// Makes the socket blocking, so that [`recv_waiting`] waits in the kernel. Nothing else
+    /// here waits either way.
+    pub fn set_blocking(&self) -> io::Result<()> {
+        self.inner.set_nonblocking(false)
     }
 
     /// The unread urgent byte (`recv` with `MSG_OOB`): `Ok(None)` if there is none (never
@@ -152,7 +165,7 @@ impl Socket {
     /// reset (ordinary reads still get the bytes that came before).
     pub fn recv_urgent(&self) -> io::Result<Option<u8>> {
         let mut byte = [0u8; 1];
-        match retry(|| self.inner.recv_out_of_band(uninit(&mut byte))) {
+        match retry(|| self.inner.recv_with_flags(uninit(&mut byte), libc::MSG_OOB | libc::MSG_DONTWAIT)) {
             Ok(1) => Ok(Some(byte[0])),
             Ok(_) => Ok(None),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(None),
@@ -178,22 +191,22 @@ impl Socket {
 
     /// Sends one byte of urgent data; `Ok(false)` if the socket cannot take it now.
     pub fn send_urgent(&self, byte: u8) -> io::Result<bool> {
-        match retry(|| self.inner.send_with_flags(&[byte], libc::MSG_OOB | libc::MSG_NOSIGNAL)) {
+        match retry(|| self.inner.send_with_flags(&[byte], libc::MSG_OOB | libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)) {
             Ok(n) => Ok(n == 1),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
             Err(e) => Err(e),
         }
     }
 
-    /// Sends the given buffers in order (one `sendmsg`, at most 4 of them); returns how many bytes
-    /// the kernel took.
+    /// Sends the given buffers in order (one `sendmsg`, at most [`MAX_PARTS`] of them); returns
+    /// how many bytes the kernel took.
     pub fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize> {
-        let mut slices = [IoSlice::new(&[]); 4];
+        let mut slices = [IoSlice::new(&[]); MAX_PARTS];
         let count = parts.len().min(slices.len());
         for (slot, part) in slices.iter_mut().zip(parts.iter()) {
             *slot = IoSlice::new(part);
         }
-        retry(|| self.inner.send_vectored_with_flags(&slices[..count], libc::MSG_NOSIGNAL))
+        retry(|| self.inner.send_vectored_with_flags(&slices[..count], libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT))
     }
 
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
@@ -299,6 +312,20 @@ impl Socket {
         let _ = self.set_linger(Some(0));
         drop(self);
     }
+}
+
+/// Receives into `bufs` from a socket made blocking ([`Socket::set_blocking`]), waiting in the
+/// kernel until something arrives, the stream ends or the input is shut down (`Ok(0)` for
+/// both), or the socket fails: one system call, as a blocking read of the kernel's channels.
+/// The caller keeps the socket open until this returns.
+pub fn recv_waiting(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
+    let count = bufs.len().min(MAX_PARTS) as c_int;
+    retry(|| {
+        // SAFETY: `IoSliceMut` has the layout of `iovec`; each points to writable memory of its
+        // length, borrowed for this call.
+        let n = unsafe { libc::readv(fd.as_raw_fd(), bufs.as_ptr() as *const libc::iovec, count) };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    })
 }
 
 /// Kernel timers that detect a silent peer within a timeout (see [`Socket::set_liveness`]).

@@ -14,6 +14,7 @@ use crate::core::iov::{Cursor, Region};
 use crate::core::link::Link;
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::net::poller;
+use crate::net::socket::Socket;
 
 impl Conn {
     /// Ends our stream: a FIN frame (with the count of our UCX messages) while it carries
@@ -74,6 +75,7 @@ impl Conn {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
         state.input_shutdown = true;
+        Self::wake_kernel_readers(&state);
         self.discard_input(&mut state);
         drop(state);
         self.notify_keys();
@@ -121,6 +123,7 @@ impl Conn {
         if state.released {
             return;
         }
+        Self::wake_kernel_readers(&state);
         let abort = state.linger_seconds == Some(0);
         if !abort && state.phase == Phase::Connected && state.fatal.is_none() {
             // Take the peer's control frames, so that they do not count as unread data (which
@@ -224,16 +227,33 @@ impl Conn {
         }
         trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);
         if let Some(socket) = state.socket.take() {
-            if abort || unread {
-                socket.close_with_reset();
+            let end = if abort || unread {
+                SocketEnd::Reset
             } else if hadronio {
-                // A hadroNIO peer still sends (control frames, or its mark if we close before
-                // it arrived): closing on them would reset the connection and discard what our
-                // socket has not sent yet.
-                background().close_gracefully(socket);
+                SocketEnd::Graceful
+            } else {
+                SocketEnd::Close
+            };
+            if state.kernel.inside > 0 {
+                // A read waits in `recv` on this socket (`close` woke it): the descriptor stays
+                // open until it left, so that it cannot read from another socket that gets the
+                // same number.
+                state.kernel.deferred = Some((socket, end));
+            } else {
+                end.apply(socket);
             }
         }
         debug!("connection {} released", self.serial);
+    }
+
+    /// Wakes reads that wait in `recv` on the socket ([`Conn::read`] on a plain connection):
+    /// they return nothing, and find the connection closed or its input shut down.
+    pub(super) fn wake_kernel_readers(state: &State) {
+        if state.kernel.inside > 0 {
+            if let Some(socket) = &state.socket {
+                let _ = socket.shutdown(Shutdown::Read);
+            }
+        }
     }
 
     /// Whether an upgraded connection's peer went away without closing it (its process may have
@@ -241,5 +261,27 @@ impl Conn {
     fn peer_vanished(state: &State, link: &Link) -> bool {
         let fin = state.neg.as_ref().and_then(Negotiation::peer_fin);
         link.has_endpoint() && ((state.rx.eof && fin.is_none()) || state.fatal.is_some() || link.endpoint_error().is_some())
+    }
+}
+
+/// How a released connection's socket is closed.
+pub(super) enum SocketEnd {
+    /// Abortively: the kernel sends RST (unread data, `SO_LINGER` 0, an abort).
+    Reset,
+    /// By the background thread, once the hadroNIO peer closed too: it still sends (control
+    /// frames, or its mark if we close before it arrived), and closing on them would reset the
+    /// connection and discard what our socket has not sent yet.
+    Graceful,
+    /// At once, as the kernel closes: FIN after what the socket still holds.
+    Close,
+}
+
+impl SocketEnd {
+    pub(super) fn apply(self, socket: Socket) {
+        match self {
+            SocketEnd::Reset => socket.close_with_reset(),
+            SocketEnd::Graceful => background().close_gracefully(socket),
+            SocketEnd::Close => drop(socket),
+        }
     }
 }

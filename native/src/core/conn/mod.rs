@@ -50,6 +50,7 @@ use crate::config::Settings;
 use crate::net::poller;
 use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
+use read::KernelReads;
 use upgrade::policy;
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -115,6 +116,8 @@ struct State {
     user_nodelay: Option<bool>,
     /// The time the background thread calls [`Conn::on_deadline`] for.
     deadline_asked: Option<Instant>,
+    /// Blocking reads that wait in the kernel.
+    kernel: KernelReads,
 }
 
 pub struct Conn {
@@ -172,6 +175,7 @@ impl Conn {
             user_keepalive: None,
             user_nodelay: None,
             deadline_asked: None,
+            kernel: KernelReads::default(),
         }
     }
 

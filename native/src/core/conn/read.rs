@@ -1,22 +1,39 @@
 //! Reading: the peer's TCP stream (raw bytes, DATA frames) until it switched, UCX after;
 //! end of stream and the errors that end reading.
 
+use std::io::IoSliceMut;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use log::trace;
+use parking_lot::MutexGuard;
 
+use super::close::SocketEnd;
 use super::{Conn, Phase, State};
 use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Next};
+use crate::net::socket::{recv_waiting, Socket, MAX_PARTS};
+use crate::stats::{self, Counter};
 
 /// How long a transfer from or into the caller's memory may take to end before it is given up:
 /// briefly once the peer is known to be gone (nothing more comes from it), longer after a local
 /// close (the peer discards the message, which ends it).
 pub(super) const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
 pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
+
+/// Blocking reads of a plain connection that wait in the kernel's `recv` ([`Conn::read`]).
+#[derive(Default)]
+pub(super) struct KernelReads {
+    /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
+    blocking: bool,
+    /// Reads inside `recv` now: the socket stays open until they left.
+    pub(super) inside: usize,
+    /// The socket a release took while a read was inside, and how to close it once it left.
+    pub(super) deferred: Option<(Socket, SocketEnd)>,
+}
 
 /// How the peer's stream stands.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -156,6 +173,78 @@ impl Conn {
         }
     }
 
+    /// Whether a blocking read may wait in the kernel's `recv`: the connection is plain TCP for
+    /// good, and nothing is held back or due ahead of the socket's next bytes.
+    fn reads_in_kernel(state: &State) -> bool {
+        state.phase == Phase::Connected
+            && state.neg.as_ref().is_some_and(Negotiation::settled_plain)
+            && state.link.is_none()
+            && state.socket.is_some()
+            && state.rx.inbox.is_empty()
+            && !state.rx.pass_due
+            && !state.rx.eof
+            && !state.input_shutdown
+            && state.fatal.is_none()
+            && state.rx_error.is_none()
+    }
+
+    /// A blocking read of a plain connection, as the kernel's blocking channels read: one `recv`
+    /// that waits for the bytes, no hub. `close` and `shutdownInput` wake it by shutting the
+    /// socket's input down, and a release keeps the socket open until it left. Returns the
+    /// state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a wake-up) to
+    /// the usual path.
+    fn read_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, dst: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<usize>) {
+        let Some(socket) = &state.socket else { return (state, Ok(0)) };
+        let raw = socket.as_raw_fd();
+        if !state.kernel.blocking {
+            if let Err(e) = socket.set_blocking() {
+                return (state, Err(Error::io("", &e)));
+            }
+            state.kernel.blocking = true;
+        }
+        let mut parts: Vec<IoSliceMut<'_>> = dst
+            .pieces()
+            .take(MAX_PARTS)
+            // SAFETY: `addr..addr+len` is caller memory, valid and writable for this call.
+            .map(|(addr, len)| IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) }))
+            .collect();
+        state.kernel.inside += 1;
+        drop(state);
+        // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
+        // defers its close until then).
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let received = recv_waiting(fd, &mut parts);
+        let mut state = self.lock();
+        state.kernel.inside -= 1;
+        if state.kernel.inside == 0 {
+            if let Some((socket, end)) = state.kernel.deferred.take() {
+                end.apply(socket);
+            }
+        }
+        let result = match received {
+            Ok(0) => {
+                if !state.input_shutdown && !self.is_closed() {
+                    state.rx.eof = true;
+                    if let Some(neg) = &mut state.neg {
+                        neg.on_eof();
+                    }
+                }
+                Ok(0)
+            }
+            Ok(n) => {
+                dst.advance(n);
+                if let Some(neg) = &mut state.neg {
+                    neg.on_raw(n);
+                }
+                stats::add(Counter::BytesReceivedTcp, n as u64);
+                Ok(n)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
+            Err(e) => Self::recv_failed(&mut state, e).map(|()| 0),
+        };
+        (state, result)
+    }
+
     /// Reads into `regions`. Blocking reads wait for at least one byte; `Ok(0)` only for
     /// non-blocking reads without data.
     pub fn read(&self, regions: &[Region], blocking: bool, timeout: Option<Duration>) -> Result<usize> {
@@ -175,12 +264,22 @@ impl Conn {
                     Self::abandon_user_rx(&mut state);
                     return Err(Error::closed());
                 }
-                if blocking && self.hub.get().is_none() {
+                let in_kernel = blocking && timeout.is_none() && Self::reads_in_kernel(&state);
+                if blocking && !in_kernel && self.hub.get().is_none() {
                     self.ensure_bound(&mut state)?;
                 }
                 Self::assume_ready_unbound(&self.hub, &mut state);
                 let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());
-                let result = self.read_now(&mut state, &mut dst, allow_user);
+                let mut result = Ok(0);
+                if in_kernel {
+                    (state, result) = self.read_in_kernel(state, &mut dst);
+                    if self.is_closed() && !matches!(result, Ok(n) if n > 0) {
+                        continue;
+                    }
+                }
+                if matches!(result, Ok(0)) {
+                    result = self.read_now(&mut state, &mut dst, allow_user);
+                }
                 match result {
                     Ok(0) => {}
                     Ok(n) => {
@@ -215,7 +314,7 @@ impl Conn {
                 }
                 let announced = Self::announced_deadline(&state);
                 if !blocking {
-                    if polled {
+                    if polled || !Self::hub_may_deliver(&state) {
                         return Ok(0);
                     }
                     (self.hub.get().cloned(), announced)
@@ -241,6 +340,12 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// Whether progressing the hub may find something for a read that found nothing: UCX
+    /// messages, or the upgrade's next step. A plain connection's socket has already answered.
+    fn hub_may_deliver(state: &State) -> bool {
+        state.link.is_some() || state.neg.as_ref().is_none_or(Negotiation::pending)
     }
 
     /// The messages a read consumed carried the credits a full send buffer waited for: its bytes

@@ -360,13 +360,17 @@ impl Conn {
                 Ok(read.delivered)
             }
             Err(Failure::Negotiation(error)) => Err(error),
-            Err(Failure::Io(e)) => {
-                if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) {
-                    Self::control_recv_failed(state, e).map(|()| 0)
-                } else {
-                    Err(Error::io("", &e))
-                }
-            }
+            Err(Failure::Io(e)) => Self::recv_failed(state, e).map(|()| 0),
+        }
+    }
+
+    /// A receive on the socket failed: for a hadroNIO peer, as its control socket failing;
+    /// otherwise the error ends reading, as with the kernel's channels.
+    pub(super) fn recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
+        if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) {
+            Self::control_recv_failed(state, e)
+        } else {
+            Err(Error::io("", &e))
         }
     }
 

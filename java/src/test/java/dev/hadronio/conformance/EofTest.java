@@ -203,6 +203,21 @@ public class EofTest extends AbstractConformanceTest {
         assertBytesEqual("output still works after shutdownInput()", data, readExactly(pair.server, data.length));
     }
 
+    /** A reader blocked in {@code read} when its own side's input is shut down returns -1 at once. */
+    @Test
+    public void shutdownInputWakesABlockedReader() throws Exception {
+        Pair pair = connectPair();
+        Background<Integer> reader = background("reader", () -> pair.client.read(ByteBuffer.allocate(8)));
+        awaitBlockedIn(reader.thread(), pair.client, "read");
+        pair.client.shutdownInput();
+        assertEquals("the blocked read ends with end of stream", -1, (int) reader.join());
+        pair.server.write(ByteBuffer.wrap(new byte[] {1, 2, 3}));
+        assertEquals("later reads too", -1, pair.client.read(ByteBuffer.allocate(8)));
+        byte[] data = randomBytes(15, 1000);
+        writeFully(pair.client, ByteBuffer.wrap(data));
+        assertBytesEqual("output still works", data, readExactly(pair.server, data.length));
+    }
+
     @Test
     public void writeAfterPeerClosedEventuallyFails() throws Exception {
         Pair pair = connectPair();
