@@ -147,13 +147,13 @@ impl Socket {
     /// nothing is available.
     ///
     /// This and every other receive and send here pass `MSG_DONTWAIT`: they never wait, even
-    /// once [`Socket::set_blocking`] made the socket blocking for [`recv_waiting`].
+    /// once [`Socket::set_blocking`] made the socket blocking for [`recv_parts`].
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> io::Result<usize> {
         let flags = if peek { libc::MSG_PEEK } else { 0 };
         retry(|| self.inner.recv_with_flags(uninit(buf), flags | libc::MSG_DONTWAIT))
     }
 
-    /// Makes the socket blocking, so that [`recv_waiting`] waits in the kernel. Nothing else
+    /// Makes the socket blocking, so that [`recv_parts`] can wait in the kernel. Nothing else
     /// here waits either way.
     pub fn set_blocking(&self) -> io::Result<()> {
         self.inner.set_nonblocking(false)
@@ -314,16 +314,22 @@ impl Socket {
     }
 }
 
-/// Receives into `bufs` from a socket made blocking ([`Socket::set_blocking`]), waiting in the
-/// kernel until something arrives, the stream ends or the input is shut down (`Ok(0)` for
-/// both), or the socket fails: one system call, as a blocking read of the kernel's channels.
-/// The caller keeps the socket open until this returns.
-pub fn recv_waiting(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>]) -> io::Result<usize> {
-    let count = bufs.len().min(MAX_PARTS) as c_int;
+/// Receives into `bufs` (one `recvmsg`, at most [`MAX_PARTS`] of them) from a socket made blocking
+/// ([`Socket::set_blocking`]). With `wait` it waits in the kernel until something arrives, the
+/// stream ends or the input is shut down (`Ok(0)` for both), or the socket fails: one system call,
+/// as a blocking read of the kernel's channels. Without, `WouldBlock` if nothing is there. The
+/// caller keeps the socket open until this returns.
+pub fn recv_parts(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>], wait: bool) -> io::Result<usize> {
+    // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSliceMut` has the layout of `iovec`.
+    msg.msg_iov = bufs.as_mut_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len().min(MAX_PARTS) as _;
+    let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
     retry(|| {
-        // SAFETY: `IoSliceMut` has the layout of `iovec`; each points to writable memory of its
-        // length, borrowed for this call.
-        let n = unsafe { libc::readv(fd.as_raw_fd(), bufs.as_ptr() as *const libc::iovec, count) };
+        // SAFETY: `msg` points to the `iovec`s of `bufs`, each writable memory of its length,
+        // borrowed for this call.
+        let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, flags) };
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     })
 }

@@ -175,7 +175,7 @@ impl Conn {
             user_keepalive: None,
             user_nodelay: None,
             deadline_asked: None,
-            kernel: KernelReads::default(),
+            kernel: KernelReads::new(settings.spin_ns),
         }
     }
 

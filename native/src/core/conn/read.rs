@@ -15,7 +15,8 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Next};
-use crate::net::socket::{recv_waiting, Socket, MAX_PARTS};
+use crate::core::spin::{self, Governor};
+use crate::net::socket::{recv_parts, Socket, MAX_PARTS};
 use crate::stats::{self, Counter};
 
 /// How long a transfer from or into the caller's memory may take to end before it is given up:
@@ -25,14 +26,31 @@ pub(super) const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
 pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
 
 /// Blocking reads of a plain connection that wait in the kernel's `recv` ([`Conn::read`]).
-#[derive(Default)]
 pub(super) struct KernelReads {
     /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
     blocking: bool,
-    /// Reads inside `recv` now: the socket stays open until they left.
+    /// Reads using the socket now (spinning or inside `recv`): it stays open until they left.
     pub(super) inside: usize,
     /// The socket a release took while a read was inside, and how to close it once it left.
     pub(super) deferred: Option<(Socket, SocketEnd)>,
+    /// Whether busy-polling the socket before the wait has been paying off.
+    governor: Governor,
+}
+
+impl KernelReads {
+    pub(super) fn new(spin_ns: u64) -> KernelReads {
+        KernelReads { blocking: false, inside: 0, deferred: None, governor: Governor::new(spin_ns) }
+    }
+}
+
+/// How a spin before a kernel wait ended.
+enum Spun {
+    /// A receive found something (bytes, the end of the stream, a failure).
+    Caught(std::io::Result<usize>),
+    /// Nothing came within the window, or another thread wanted the core.
+    Missed,
+    /// No spin (not paying off, no core free), or the channel was closed meanwhile.
+    Not,
 }
 
 /// How the peer's stream stands.
@@ -189,10 +207,11 @@ impl Conn {
     }
 
     /// A blocking read of a plain connection, as the kernel's blocking channels read: one `recv`
-    /// that waits for the bytes, no hub. `close` and `shutdownInput` wake it by shutting the
-    /// socket's input down, and a release keeps the socket open until it left. Returns the
-    /// state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a wake-up) to
-    /// the usual path.
+    /// that waits for the bytes, no hub; before it, a busy-poll of the socket for up to the spin
+    /// window where spinning pays (see `core::spin`). `close` and `shutdownInput` wake it by
+    /// shutting the socket's input down, and a release keeps the socket open until it left.
+    /// Returns the state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a
+    /// wake-up) to the usual path.
     fn read_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, dst: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<usize>) {
         let Some(socket) = &state.socket else { return (state, Ok(0)) };
         let raw = socket.as_raw_fd();
@@ -208,13 +227,24 @@ impl Conn {
             // SAFETY: `addr..addr+len` is caller memory, valid and writable for this call.
             .map(|(addr, len)| IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) }))
             .collect();
+        let window = state.kernel.governor.window();
         state.kernel.inside += 1;
         drop(state);
         // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
         // defers its close until then).
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
-        let received = recv_waiting(fd, &mut parts);
+        let spun = window.map_or(Spun::Not, |window| self.spin_recv(window, fd, &mut parts));
+        let (received, outcome) = match spun {
+            Spun::Caught(received) => (received, Some(true)),
+            Spun::Missed => (recv_parts(fd, &mut parts, true), Some(false)),
+            Spun::Not => (recv_parts(fd, &mut parts, true), None),
+        };
         let mut state = self.lock();
+        match outcome {
+            Some(true) => state.kernel.governor.caught(),
+            Some(false) => state.kernel.governor.missed(),
+            None => {}
+        }
         state.kernel.inside -= 1;
         if state.kernel.inside == 0 {
             if let Some((socket, end)) = state.kernel.deferred.take() {
@@ -243,6 +273,40 @@ impl Conn {
             Err(e) => Self::recv_failed(&mut state, e).map(|()| 0),
         };
         (state, result)
+    }
+
+    /// Busy-polls the socket for up to `window` while a core is free for it.
+    fn spin_recv(&self, window: Duration, fd: BorrowedFd<'_>, parts: &mut [IoSliceMut<'_>]) -> Spun {
+        let Some(_permit) = spin::permit() else { return Spun::Not };
+        let start = Instant::now();
+        let mut checked = start;
+        let mut rounds = 0u32;
+        loop {
+            match recv_parts(fd, parts, false) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                received => return Spun::Caught(received),
+            }
+            if self.is_closed() {
+                return Spun::Not;
+            }
+            let now = Instant::now();
+            if now.duration_since(start) >= window {
+                return Spun::Missed;
+            }
+            if now.duration_since(checked) >= spin::RECHECK {
+                checked = now;
+                if !spin::core_free() {
+                    return Spun::Missed;
+                }
+            }
+            rounds += 1;
+            if rounds % 16 == 0 {
+                // A thread that became runnable on this core gets it now.
+                // SAFETY: sched_yield has no memory effects.
+                unsafe { libc::sched_yield() };
+            }
+            std::hint::spin_loop();
+        }
     }
 
     /// Reads into `regions`. Blocking reads wait for at least one byte; `Ok(0)` only for
@@ -343,9 +407,10 @@ impl Conn {
     }
 
     /// Whether progressing the hub may find something for a read that found nothing: UCX
-    /// messages, or the upgrade's next step. A plain connection's socket has already answered.
+    /// messages that wait in the worker. Without a UCX half, the socket has already answered
+    /// (a late ACCEPT is taken by the next `select`, which dispatches the socket's events).
     fn hub_may_deliver(state: &State) -> bool {
-        state.link.is_some() || state.neg.as_ref().is_none_or(Negotiation::pending)
+        state.link.is_some()
     }
 
     /// The messages a read consumed carried the credits a full send buffer waited for: its bytes

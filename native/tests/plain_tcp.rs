@@ -1,0 +1,154 @@
+//! A hadroNIO server connection whose client is a plain TCP socket (`std::net::TcpStream`): the
+//! connection stays on TCP for good, and a blocking read waits in the kernel's `recv` itself.
+//! Checks that it does (the thread is seen asleep inside `recvmsg`), that `close`, `shutdown_input` and the
+//! peer's end or reset wake it as they should, and that a gathering write arrives whole.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use hadronio::config::settings;
+use hadronio::core::conn::Conn;
+use hadronio::core::error::{Result, Status};
+use hadronio::core::iov::Region;
+use hadronio::core::listener::Listener;
+
+fn region(buf: &mut [u8]) -> [Region; 1] {
+    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+}
+
+/// A plain client and the hadroNIO server connection it reached, after one byte went each way
+/// (the byte makes the server decide that the client is plain).
+fn plain_pair() -> (TcpStream, Arc<Conn>) {
+    let listener = Listener::open(settings()).unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
+    let addr = listener.local_addr().unwrap().unwrap();
+    let mut client = TcpStream::connect(addr).unwrap();
+    let server = listener.accept(true, None).unwrap().unwrap();
+    listener.close();
+    client.write_all(b"x").unwrap();
+    let mut byte = [0u8];
+    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_eq!(&byte, b"x");
+    assert!(server.describe().starts_with("tcp"), "{}", server.describe());
+    (client, server)
+}
+
+/// Starts a blocking read of up to 64 bytes on another thread and returns once that thread sleeps
+/// inside `recvmsg` (as `/proc` shows), with the thread's result to come.
+fn blocked_reader(server: &Arc<Conn>) -> JoinHandle<(Result<usize>, Vec<u8>)> {
+    let (tid_tx, tid_rx) = mpsc::channel();
+    let server = server.clone();
+    let reader = thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let mut buf = vec![0u8; 64];
+        let result = server.read(&region(&mut buf), true, None);
+        (result, buf)
+    });
+    let tid = tid_rx.recv().unwrap();
+    let task = format!("/proc/self/task/{tid}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let call = std::fs::read_to_string(format!("{task}/syscall")).unwrap_or_default();
+        let number = call.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
+        // The state follows the command name in parentheses: `S` is asleep.
+        let stat = std::fs::read_to_string(format!("{task}/stat")).unwrap_or_default();
+        let asleep = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('S'));
+        if number == Some(libc::SYS_recvmsg) && asleep {
+            return reader;
+        }
+        assert!(Instant::now() < deadline, "the reader does not sleep in recvmsg (its system call: {call:?}, {stat:?})");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_blocking_read_waits_in_the_kernel_and_gets_the_bytes() {
+    let (mut client, server) = plain_pair();
+    let reader = blocked_reader(&server);
+    client.write_all(b"hello").unwrap();
+    let (result, buf) = reader.join().unwrap();
+    assert_eq!(result.unwrap(), 5);
+    assert_eq!(&buf[..5], b"hello");
+    server.close();
+}
+
+#[test]
+fn close_wakes_a_read_waiting_in_the_kernel() {
+    let (mut client, server) = plain_pair();
+    let reader = blocked_reader(&server);
+    server.close();
+    let (result, _) = reader.join().unwrap();
+    assert_eq!(result.unwrap_err().status, Status::Closed);
+    // The peer sees the close: end of stream.
+    let mut rest = Vec::new();
+    client.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(client.read_to_end(&mut rest).unwrap(), 0);
+}
+
+#[test]
+fn shutdown_input_wakes_a_read_waiting_in_the_kernel() {
+    let (mut client, server) = plain_pair();
+    let reader = blocked_reader(&server);
+    server.shutdown_input().unwrap();
+    let (result, _) = reader.join().unwrap();
+    assert_eq!(result.unwrap_err().status, Status::Eof);
+    // Output still works.
+    let mut hi = *b"hi";
+    assert_eq!(server.write(&region(&mut hi), true).unwrap(), 2);
+    let mut got = [0u8; 2];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"hi");
+    server.close();
+}
+
+#[test]
+fn the_peers_end_and_reset_end_a_read_waiting_in_the_kernel() {
+    let (client, server) = plain_pair();
+    let reader = blocked_reader(&server);
+    client.shutdown(Shutdown::Write).unwrap();
+    let (result, _) = reader.join().unwrap();
+    assert_eq!(result.unwrap_err().status, Status::Eof);
+    server.close();
+
+    let (client, server) = plain_pair();
+    let reader = blocked_reader(&server);
+    // SO_LINGER 0: the close sends RST.
+    socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO)).unwrap();
+    drop(client);
+    let (result, _) = reader.join().unwrap();
+    let error = result.unwrap_err();
+    assert_eq!(error.status, Status::Reset, "{error}");
+    server.close();
+}
+
+#[test]
+fn a_gathering_write_arrives_whole_and_in_order() {
+    let (mut client, server) = plain_pair();
+    let mut parts: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + i as usize]).collect();
+    let regions: Vec<Region> = parts.iter_mut().map(|p| Region { addr: p.as_mut_ptr() as usize, len: p.len() }).collect();
+    let total: usize = parts.iter().map(Vec::len).sum();
+    let mut written = 0;
+    while written < total {
+        let mut rest = regions.clone();
+        let mut skip = written;
+        rest.retain_mut(|r| {
+            if skip >= r.len {
+                skip -= r.len;
+                return false;
+            }
+            r.addr += skip;
+            r.len -= skip;
+            skip = 0;
+            true
+        });
+        written += server.write(&rest, true).unwrap();
+    }
+    let mut got = vec![0u8; total];
+    client.read_exact(&mut got).unwrap();
+    assert_eq!(got, parts.concat());
+    server.close();
+}
