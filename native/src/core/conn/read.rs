@@ -49,8 +49,10 @@ enum Spun {
     Caught(std::io::Result<usize>),
     /// Nothing came within the window, or another thread wanted the core.
     Missed,
-    /// No spin (not paying off, no core free), or the channel was closed meanwhile.
+    /// No spin: not paying off, or no core free.
     Not,
+    /// The channel was closed while the read spun.
+    Closed,
 }
 
 /// How the peer's stream stands.
@@ -238,6 +240,7 @@ impl Conn {
             Spun::Caught(received) => (received, Some(true)),
             Spun::Missed => (recv_parts(fd, &mut parts, true), Some(false)),
             Spun::Not => (recv_parts(fd, &mut parts, true), None),
+            Spun::Closed => (Ok(0), None),
         };
         let mut state = self.lock();
         match outcome {
@@ -287,7 +290,7 @@ impl Conn {
                 received => return Spun::Caught(received),
             }
             if self.is_closed() {
-                return Spun::Not;
+                return Spun::Closed;
             }
             let now = Instant::now();
             if now.duration_since(start) >= window {
