@@ -45,6 +45,7 @@ use super::link::Link;
 use super::negotiation::{Negotiation, TcpReason};
 use super::protocol::Role;
 use super::readiness::Key;
+use super::spin::Governor;
 use super::stream::{RxState, TxState};
 use crate::config::Settings;
 use crate::net::poller;
@@ -130,12 +131,17 @@ pub struct Conn {
     keys: Mutex<Vec<Weak<Key>>>,
     key_count: AtomicUsize,
     weak: Weak<Conn>,
+    /// Whether busy-polling the socket before a blocking read waits in the kernel has been
+    /// paying off (see `read::read_in_kernel`).
+    kernel_spin: Governor,
 }
 
 impl Conn {
     fn with_state(state: State) -> Arc<Conn> {
+        let spin_ns = state.settings.spin_ns;
         Arc::new_cyclic(|weak| Conn {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            kernel_spin: Governor::new(spin_ns),
             state: Mutex::new(state),
             closed: AtomicBool::new(false),
             watched: AtomicBool::new(false),
@@ -175,7 +181,7 @@ impl Conn {
             user_keepalive: None,
             user_nodelay: None,
             deadline_asked: None,
-            kernel: KernelReads::new(settings.spin_ns),
+            kernel: KernelReads::default(),
         }
     }
 

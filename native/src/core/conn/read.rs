@@ -15,7 +15,7 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Next};
-use crate::core::spin::{self, Governor};
+use crate::core::spin;
 use crate::net::socket::{recv_parts, Socket, MAX_PARTS};
 use crate::stats::{self, Counter};
 
@@ -26,6 +26,7 @@ pub(super) const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
 pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
 
 /// Blocking reads of a plain connection that wait in the kernel's `recv` ([`Conn::read`]).
+#[derive(Default)]
 pub(super) struct KernelReads {
     /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
     blocking: bool,
@@ -33,26 +34,6 @@ pub(super) struct KernelReads {
     pub(super) inside: usize,
     /// The socket a release took while a read was inside, and how to close it once it left.
     pub(super) deferred: Option<(Socket, SocketEnd)>,
-    /// Whether busy-polling the socket before the wait has been paying off.
-    governor: Governor,
-}
-
-impl KernelReads {
-    pub(super) fn new(spin_ns: u64) -> KernelReads {
-        KernelReads { blocking: false, inside: 0, deferred: None, governor: Governor::new(spin_ns) }
-    }
-}
-
-/// How a spin before a kernel wait ended.
-enum Spun {
-    /// A receive found something (bytes, the end of the stream, a failure).
-    Caught(std::io::Result<usize>),
-    /// Nothing came within the window, or another thread wanted the core.
-    Missed,
-    /// No spin: not paying off, or no core free.
-    Not,
-    /// The channel was closed while the read spun.
-    Closed,
 }
 
 /// How the peer's stream stands.
@@ -223,31 +204,24 @@ impl Conn {
             }
             state.kernel.blocking = true;
         }
-        let mut parts: Vec<IoSliceMut<'_>> = dst
-            .pieces()
-            .take(MAX_PARTS)
+        let mut parts: [IoSliceMut<'_>; MAX_PARTS] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
+        let mut count = 0;
+        for (slot, (addr, len)) in parts.iter_mut().zip(dst.pieces()) {
             // SAFETY: `addr..addr+len` is caller memory, valid and writable for this call.
-            .map(|(addr, len)| IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) }))
-            .collect();
-        let window = state.kernel.governor.window();
+            *slot = IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) });
+            count += 1;
+        }
+        let parts = &mut parts[..count];
         state.kernel.inside += 1;
         drop(state);
         // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
         // defers its close until then).
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
-        let spun = window.map_or(Spun::Not, |window| self.spin_recv(window, fd, &mut parts));
-        let (received, outcome) = match spun {
-            Spun::Caught(received) => (received, Some(true)),
-            Spun::Missed => (recv_parts(fd, &mut parts, true), Some(false)),
-            Spun::Not => (recv_parts(fd, &mut parts, true), None),
-            Spun::Closed => (Ok(0), None),
+        let received = match self.spin_recv(fd, parts) {
+            Some(received) => received,
+            None => recv_parts(fd, parts, true),
         };
         let mut state = self.lock();
-        match outcome {
-            Some(true) => state.kernel.governor.caught(),
-            Some(false) => state.kernel.governor.missed(),
-            None => {}
-        }
         state.kernel.inside -= 1;
         if state.kernel.inside == 0 {
             if let Some((socket, end)) = state.kernel.deferred.take() {
@@ -255,16 +229,7 @@ impl Conn {
             }
         }
         let result = match received {
-            Ok(0) => {
-                if !state.input_shutdown && !self.is_closed() {
-                    state.rx.eof = true;
-                    if let Some(neg) = &mut state.neg {
-                        neg.on_eof();
-                    }
-                }
-                Ok(0)
-            }
-            Ok(n) => {
+            Ok(n) if n > 0 => {
                 dst.advance(n);
                 if let Some(neg) = &mut state.neg {
                     neg.on_raw(n);
@@ -272,34 +237,45 @@ impl Conn {
                 stats::add(Counter::BytesReceivedTcp, n as u64);
                 Ok(n)
             }
+            // The end of the stream, a shut-down input or a close: the usual path reads the
+            // socket again and finds which.
+            Ok(_) => Ok(0),
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
             Err(e) => Self::recv_failed(&mut state, e).map(|()| 0),
         };
         (state, result)
     }
 
-    /// Busy-polls the socket for up to `window` while a core is free for it.
-    fn spin_recv(&self, window: Duration, fd: BorrowedFd<'_>, parts: &mut [IoSliceMut<'_>]) -> Spun {
-        let Some(_permit) = spin::permit() else { return Spun::Not };
+    /// Busy-polls the socket for up to the spin window, where spinning pays and while a core is
+    /// free for it. `Some`: what a receive found (bytes, the end of the stream, a failure), or
+    /// nothing if the channel was closed meanwhile; `None`: go on to wait.
+    fn spin_recv(&self, fd: BorrowedFd<'_>, parts: &mut [IoSliceMut<'_>]) -> Option<std::io::Result<usize>> {
+        let window = self.kernel_spin.window()?;
+        let _permit = spin::permit()?;
         let start = Instant::now();
         let mut checked = start;
         let mut rounds = 0u32;
         loop {
             match recv_parts(fd, parts, false) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                received => return Spun::Caught(received),
+                received => {
+                    self.kernel_spin.caught();
+                    return Some(received);
+                }
             }
             if self.is_closed() {
-                return Spun::Closed;
+                return Some(Ok(0));
             }
             let now = Instant::now();
             if now.duration_since(start) >= window {
-                return Spun::Missed;
+                self.kernel_spin.missed();
+                return None;
             }
             if now.duration_since(checked) >= spin::RECHECK {
                 checked = now;
                 if !spin::core_free() {
-                    return Spun::Missed;
+                    self.kernel_spin.missed();
+                    return None;
                 }
             }
             rounds += 1;
