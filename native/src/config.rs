@@ -30,6 +30,9 @@ pub struct Settings {
     pub ipv6: bool,
     /// How many UCX workers of closed blocking channels are kept for reuse.
     pub spare_workers: usize,
+    /// How many UCX workers the channels used in blocking mode share at most (one each until
+    /// there are that many; after that a new channel joins the one with the fewest channels).
+    pub blocking_workers: usize,
     /// Shared secret both sides of an upgrade must prove (none: no authentication).
     pub secret: Option<Secret>,
     /// With a secret: how long a client holds its bytes waiting for a hadroNIO server's answer
@@ -51,6 +54,7 @@ impl Default for Settings {
             liveness_ms: 30_000,
             ipv6: crate::net::socket::ipv6_available(),
             spare_workers: 4,
+            blocking_workers: 16,
             secret: None,
             offer_ms: 200,
             rules: Rules::default(),
@@ -60,7 +64,7 @@ impl Default for Settings {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 10] = [
+pub const SETTING_NAMES: [&str; 11] = [
     "slots",
     "slotLength",
     "sendBufferLength",
@@ -71,6 +75,7 @@ pub const SETTING_NAMES: [&str; 10] = [
     "livenessMillis",
     "spareWorkers",
     "offerMillis",
+    "blockingWorkers",
 ];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -101,6 +106,7 @@ impl Settings {
             spare_workers: range(8, 0, 64)? as usize,
             secret: secret.and_then(Secret::new),
             offer_ms: range(9, 0, 60_000)? as u64,
+            blocking_workers: range(10, 1, 4096)? as usize,
             rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
         })
     }
@@ -123,6 +129,7 @@ impl Settings {
         note(self.ucx != default.ucx, "transport", String::from(if self.ucx { "ucx" } else { "tcp" }));
         note(self.liveness_ms != default.liveness_ms, "livenessMillis", self.liveness_ms.to_string());
         note(self.spare_workers != default.spare_workers, "spareWorkers", self.spare_workers.to_string());
+        note(self.blocking_workers != default.blocking_workers, "blockingWorkers", self.blocking_workers.to_string());
         note(self.secret.is_some(), "secret", String::from("(set)"));
         note(self.offer_ms != default.offer_ms, "offerMillis", self.offer_ms.to_string());
         changes
@@ -145,7 +152,7 @@ mod tests {
 
     #[test]
     fn changes_name_what_differs_from_the_defaults() {
-        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200];
+        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 16];
         assert!(Settings::from_values(&values, None, "").unwrap().changes().is_empty());
         values[0] = 8;
         values[5] = 0;
@@ -155,11 +162,12 @@ mod tests {
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2];
         let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
         assert_eq!(s.spare_workers, 4);
+        assert_eq!(s.blocking_workers, 2);
         assert!(s.ucx && !s.ipv6);
         assert!(s.secret.is_some());
         assert!(Settings::from_values(&good, Some(b""), "").unwrap().secret.is_none());
@@ -175,6 +183,9 @@ mod tests {
         let mut bad = good;
         bad[8] = 65;
         assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("spareWorkers = 65"));
+        let mut bad = good;
+        bad[10] = 0;
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("blockingWorkers = 0"));
         assert!(Settings::from_values(&good[..3], None, "").is_err());
         let error = Settings::from_values(&good, None, "udp *").unwrap_err();
         assert!(error.contains("hadronio.rules='udp *'") && error.contains("'udp' is not 'ucx' or 'tcp'"), "{error}");

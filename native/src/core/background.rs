@@ -1,6 +1,8 @@
 //! The background thread: progresses hubs that have work nobody else may do, closes sockets
 //! gracefully and tells channels when the times they asked for come.
 
+use std::cmp::{Ordering as Order, Reverse};
+use std::collections::BinaryHeap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -11,6 +13,32 @@ use parking_lot::{Condvar, Mutex};
 
 use super::hub::{Events, Hub};
 use crate::net::socket::Socket;
+
+/// A time a channel asked for (ordered by the time alone).
+struct Timer {
+    at: Instant,
+    channel: Weak<dyn Events>,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Timer) -> bool {
+        self.at == other.at
+    }
+}
+
+impl Eq for Timer {}
+
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Timer) -> Option<Order> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Timer {
+    fn cmp(&self, other: &Timer) -> Order {
+        self.at.cmp(&other.at)
+    }
+}
 
 /// How often the background thread looks at hubs with data waiting to go out.
 const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
@@ -43,7 +71,7 @@ pub struct Background {
     /// Closed connections' sockets, half-closed, drained until the peer closes too.
     closing: Mutex<Vec<(Socket, Instant)>>,
     /// Channels to tell when a time comes ([`Events::on_deadline`]).
-    timers: Mutex<Vec<(Instant, Weak<dyn Events>)>>,
+    timers: Mutex<BinaryHeap<Reverse<Timer>>>,
     changed: AtomicBool,
     idle: Condvar,
     idle_lock: Mutex<()>,
@@ -121,7 +149,7 @@ impl Background {
 
     /// Calls `channel`'s [`Events::on_deadline`] at `at` (or soon after).
     pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
-        self.timers.lock().push((at, channel));
+        self.timers.lock().push(Reverse(Timer { at, channel }));
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         let _guard = self.idle_lock.lock();
@@ -134,14 +162,12 @@ impl Background {
         let mut due = Vec::new();
         let next = {
             let mut timers = self.timers.lock();
-            timers.retain(|(at, conn)| {
-                if *at > now {
-                    return conn.strong_count() > 0;
+            while timers.peek().is_some_and(|Reverse(timer)| timer.at <= now) {
+                if let Some(Reverse(timer)) = timers.pop() {
+                    due.push(timer.channel);
                 }
-                due.push(conn.clone());
-                false
-            });
-            timers.iter().map(|(at, _)| *at).min()
+            }
+            timers.peek().map(|Reverse(timer)| timer.at)
         };
         for conn in due.iter().filter_map(Weak::upgrade) {
             conn.on_deadline();
@@ -200,7 +226,7 @@ impl Background {
             }
             let tick = if adopted.is_empty() { Duration::from_millis(10) } else { OWNER_AWAY_TICK };
             let tick = until_timer.map_or(tick, |t| t.min(tick));
-            self.hub.wait(&mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
+            self.hub.wait(None, &mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
     }
 }

@@ -521,8 +521,9 @@ pub struct Lanes {
     open: AtomicUsize,
     /// A connection went: a local lane may have nobody left.
     idle: AtomicBool,
-    /// Whether other processes get lanes of their own (a selector's hub).
-    per_process: bool,
+    /// Whether other processes get lanes of their own (a selector's hub, and a blocking hub once
+    /// a second channel shares it).
+    per_process: AtomicBool,
     /// Whether the main lane's worker may be kept when the hub goes (a blocking channel's).
     reusable: bool,
     tuning: Tuning,
@@ -540,7 +541,7 @@ impl Lanes {
             locals: Mutex::default(),
             open: AtomicUsize::new(0),
             idle: AtomicBool::new(false),
-            per_process,
+            per_process: AtomicBool::new(per_process),
             reusable,
             sink,
             opening: Mutex::new(()),
@@ -563,7 +564,7 @@ impl Lanes {
         };
         match locality {
             Locality::Remote | Locality::ThisProcess => shared(&self.main, Kind::Full),
-            Locality::Local(_) if !self.per_process => shared(&self.main, Kind::Full),
+            Locality::Local(_) if !self.per_process.load(Ordering::Acquire) => shared(&self.main, Kind::Full),
             Locality::Isolated => shared(&self.isolated, Kind::Isolated),
             Locality::Local(process) => {
                 let mut locals = self.locals.lock();
@@ -583,6 +584,12 @@ impl Lanes {
                 Ok(lane)
             }
         }
+    }
+
+    /// From now on, other processes on this host get lanes of their own (the connections already
+    /// open keep theirs).
+    pub fn separate_processes(&self) {
+        self.per_process.store(true, Ordering::Release);
     }
 
     /// The lane of peers on other hosts and in this process, if open.

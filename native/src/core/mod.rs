@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod background;
+pub mod blocking;
 pub mod conn;
 pub mod credits;
 pub mod error;

@@ -128,6 +128,7 @@ impl Selector {
                 return 0;
             }
             self.hub.wait(
+                None,
                 &mut || {
                     self.pending.load(Ordering::SeqCst) || self.wakeup.load(Ordering::SeqCst) || self.closed.load(Ordering::SeqCst)
                 },

@@ -55,13 +55,14 @@ impl Conn {
             self.progress_stream(&mut state);
             self.send_fin(&mut state);
         }
+        let id = state.id;
         // The FIN may wait behind written bytes the socket did not take yet.
         self.watch_pending_tx(state);
         self.notify_keys();
         // A writer blocked in this channel must see the shutdown (it returns what it wrote, or
         // fails if nothing, as with the JDK).
         if let Some(hub) = self.hub.get() {
-            hub.wake_always();
+            hub.wake_conn(id);
         }
         Ok(())
     }
@@ -77,10 +78,11 @@ impl Conn {
         state.input_shutdown = true;
         Self::wake_kernel_readers(&state);
         self.discard_input(&mut state);
+        let id = state.id;
         drop(state);
         self.notify_keys();
         if let Some(hub) = self.hub.get() {
-            hub.wake_always();
+            hub.wake_conn(id);
         }
         Ok(())
     }
@@ -140,6 +142,7 @@ impl Conn {
         let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
         let pending = self.pending_tx(&state) || self.peer_reading(&state);
         let hub = self.hub.get().cloned();
+        let id = state.id;
         match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
                 let linger = Duration::from_millis(state.settings.linger_ms);
@@ -157,7 +160,7 @@ impl Conn {
             }
         }
         if let Some(hub) = hub {
-            hub.wake_always();
+            hub.wake_conn(id);
         }
     }
 

@@ -95,7 +95,7 @@ impl Conn {
     /// A time the connection asked the background thread for has come: a negotiation deadline
     /// (offer wait, authentication, probe), or the wait for UCX messages a FIN announced.
     pub fn on_deadline(&self) {
-        {
+        let id = {
             let mut state = self.lock();
             state.deadline_asked = None;
             if let Some(neg) = &mut state.neg {
@@ -104,10 +104,11 @@ impl Conn {
                 }
             }
             self.drive(&mut state);
-        }
+            state.id
+        };
         self.notify_keys();
         if let Some(hub) = self.hub.get() {
-            hub.wake_always();
+            hub.wake_conn(id);
         }
     }
 

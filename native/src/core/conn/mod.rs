@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use log::{debug, log_enabled, Level};
 use parking_lot::{Mutex, MutexGuard};
 
+use super::blocking;
 use super::error::{Error, Result, Status};
 use super::hub::Hub;
 use super::protocol::Identity;
@@ -273,13 +274,13 @@ impl Conn {
         Ok(hub.clone())
     }
 
-    /// Binds to a private hub if not bound yet (blocking use).
+    /// Binds to a hub for blocking use if not bound yet.
     fn ensure_bound(&self, state: &mut State) -> Result<Arc<Hub>> {
         if let Some(hub) = self.hub.get() {
             return Ok(hub.clone());
         }
         let ucx = state.neg.as_ref().is_none_or(|n| n.pending() || n.upgraded());
-        let hub = Hub::new(state.settings, ucx).map_err(|e| Error::io("creating a hub", &e))?;
+        let hub = blocking::hub(state.settings, ucx).map_err(|e| Error::io("creating a hub", &e))?;
         self.bind_locked(state, &hub)
     }
 
@@ -361,7 +362,8 @@ impl Conn {
                 None => SLICE,
             };
             if let Some(hub) = self.hub.get() {
-                hub.wait(&mut || self.is_closed() || self.connect_settled(), Some(Instant::now() + slice));
+                let key = Some(self.lock().id);
+                hub.wait(key, &mut || self.is_closed() || self.connect_settled(), Some(Instant::now() + slice));
                 continue;
             }
             let fd = {

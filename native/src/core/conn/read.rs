@@ -301,6 +301,7 @@ impl Conn {
         let mut polled = false;
         let mut drained = false;
         loop {
+            let mut key = None;
             let hub = {
                 let mut state = self.lock();
                 if self.is_closed() {
@@ -328,9 +329,10 @@ impl Conn {
                     Ok(n) => {
                         let unblocked = blocked && state.link.as_ref().is_some_and(|l| l.writable());
                         let upgrading = Self::upgrading(&state);
+                        let id = state.id;
                         drop(state);
                         if unblocked {
-                            self.writers_may_go();
+                            self.writers_may_go(id);
                         }
                         self.progress_upgrade(upgrading);
                         return Ok(n);
@@ -362,7 +364,9 @@ impl Conn {
                     }
                     (self.hub.get().cloned(), announced)
                 } else {
-                    (Some(self.ensure_bound(&mut state)?), announced)
+                    let hub = self.ensure_bound(&mut state)?;
+                    key = Some(state.id);
+                    (Some(hub), announced)
                 }
             };
             match hub {
@@ -376,7 +380,7 @@ impl Conn {
                         (Some(d), Some(a)) => Some(d.min(a)),
                         (d, a) => d.or(a),
                     };
-                    let ready = hub.wait(&mut || self.is_closed() || self.readable_now(&self.lock()), until);
+                    let ready = hub.wait(key, &mut || self.is_closed() || self.readable_now(&self.lock()), until);
                     if !ready && !self.is_closed() && deadline.is_some_and(|d| Instant::now() >= d) {
                         return Err(Error::new(Status::TimedOut, "Read timed out"));
                     }
@@ -394,10 +398,10 @@ impl Conn {
 
     /// The messages a read consumed carried the credits a full send buffer waited for: its bytes
     /// went out, and a writer waiting for room (or a selector, for OP_WRITE) must look again.
-    fn writers_may_go(&self) {
+    fn writers_may_go(&self, id: u32) {
         self.notify_keys();
         if let Some(hub) = self.hub.get() {
-            hub.wake_waiters();
+            hub.wake_conn(id);
         }
     }
 

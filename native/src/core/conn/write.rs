@@ -210,6 +210,7 @@ impl Conn {
         let mut src = Cursor::new(regions);
         let mut polled = false;
         loop {
+            let mut key = None;
             let hub = {
                 let mut state = self.lock();
                 if let Some(link) = &mut state.link {
@@ -220,11 +221,12 @@ impl Conn {
                             // discard it, which completes it).
                             let waiter = link.user_tx_waiter();
                             let hub = self.hub.get().cloned();
+                            let key = Some(state.id);
                             drop(state);
                             if let (Some(hub), Some(waiter)) = (hub, waiter) {
                                 let since = Instant::now();
                                 while !waiter.done() {
-                                    hub.wait(&mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
+                                    hub.wait(key, &mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
                                     let wait = self.abandon_wait(&self.lock());
                                     if !waiter.done() && wait.is_some_and(|w| since.elapsed() >= w) {
                                         // A dead peer neither takes the message nor discards it.
@@ -281,7 +283,9 @@ impl Conn {
                     return Ok(src.moved());
                 }
                 if blocking {
-                    Some(self.ensure_bound(&mut state)?)
+                    let hub = self.ensure_bound(&mut state)?;
+                    key = Some(state.id);
+                    Some(hub)
                 } else {
                     self.hub.get().cloned()
                 }
@@ -293,7 +297,7 @@ impl Conn {
                     polled = true;
                 }
                 Some(hub) => {
-                    hub.wait(&mut || self.is_closed() || self.writable_now(&self.lock()), None);
+                    hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), None);
                 }
             }
         }

@@ -7,6 +7,7 @@ import dev.hadronio.examples.cli.Cli;
 import dev.hadronio.examples.cli.Options;
 import dev.hadronio.examples.compare.CompareCommand;
 import dev.hadronio.examples.figures.SelectorFigures;
+import dev.hadronio.examples.figures.ThreadFigures;
 import dev.hadronio.examples.netty.EchoCommand;
 import dev.hadronio.examples.netty.HelloCommand;
 import dev.hadronio.examples.ops.OpsCli;
@@ -151,6 +152,9 @@ public final class Main {
                 break;
             case BENCH_SELECTOR:
                 new SelectorFigures(options.connections() > 1 ? options.connections() : 1000, out).run();
+                break;
+            case BENCH_THREADS:
+                new ThreadFigures(options.connections(), out).run();
                 break;
             default:
                 throw new IllegalStateException("unhandled command " + options.command());

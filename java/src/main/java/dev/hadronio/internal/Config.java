@@ -25,6 +25,8 @@ import java.util.TreeSet;
  * nothing from the peer's host before it fails (0: the kernel's TCP defaults)</td></tr>
  * <tr><td>hadronio.spareWorkers</td><td>4</td><td>UCX workers of closed blocking channels kept
  * for reuse</td></tr>
+ * <tr><td>hadronio.blockingWorkers</td><td>16</td><td>UCX workers the channels used in blocking
+ * mode share at most (one each until there are that many)</td></tr>
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
@@ -51,6 +53,7 @@ public final class Config {
     public static final String LINGER_MILLIS = "hadronio.lingerMillis";
     public static final String LIVENESS_MILLIS = "hadronio.livenessMillis";
     public static final String SPARE_WORKERS = "hadronio.spareWorkers";
+    public static final String BLOCKING_WORKERS = "hadronio.blockingWorkers";
     public static final String TRANSPORT = "hadronio.transport";
     public static final String UCX_LIBRARY = "hadronio.ucx.library";
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
@@ -61,7 +64,7 @@ public final class Config {
 
     /** Every property this class reads. */
     static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
-            SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, TRANSPORT,
+            SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, BLOCKING_WORKERS, TRANSPORT,
             UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, RULES, REQUIRED));
 
     private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
@@ -77,6 +80,7 @@ public final class Config {
     final long lingerMillis;
     final long livenessMillis;
     final long spareWorkers;
+    final long blockingWorkers;
     final long offerMillis;
     final String rules;
     final boolean ucx;
@@ -96,6 +100,7 @@ public final class Config {
         String rulesText = System.getProperty(RULES);
         rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
+        blockingWorkers = integer(BLOCKING_WORKERS, 16, 1, 4096);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
         systemUcx = systemUcxSetting();
         ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
@@ -188,7 +193,7 @@ public final class Config {
     long[] values() {
         return new long[] {
             slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
-            spareWorkers, offerMillis
+            spareWorkers, offerMillis, blockingWorkers
         };
     }
 

@@ -377,7 +377,7 @@ public final class Cli {
     @CommandLine.Command(name = "bench", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "One side of the benchmark harness (an Observatory run description); its subcommands "
                     + "compare the JDK's provider and hadroNIO side by side.",
-            subcommands = {BenchCompare.class, BenchSelector.class})
+            subcommands = {BenchCompare.class, BenchSelector.class, BenchThreads.class})
     static final class Bench extends Leaf {
         @Mixin
         Peer peer;
@@ -441,6 +441,24 @@ public final class Cli {
 
         BenchSelector() {
             super(Command.BENCH_SELECTOR);
+        }
+
+        @Override
+        void fill(Options.Builder b) {
+            b.connections = connections;
+        }
+    }
+
+    @CommandLine.Command(name = "threads", mixinStandardHelpOptions = true,
+            description = "A thread-per-connection server in blocking mode: memory, descriptors, first echo and "
+                + "idle CPU per connection, with both providers.")
+    static final class BenchThreads extends Leaf {
+        @Option(names = {"-c", "--connections"}, paramLabel = "n", converter = PositiveConverter.class,
+                description = "connections (default ${DEFAULT-VALUE})")
+        int connections = 10000;
+
+        BenchThreads() {
+            super(Command.BENCH_THREADS);
         }
 
         @Override

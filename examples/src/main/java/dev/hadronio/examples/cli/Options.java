@@ -28,6 +28,7 @@ public final class Options {
         BENCH("bench"),
         BENCH_COMPARE("bench compare"),
         BENCH_SELECTOR("bench selector"),
+        BENCH_THREADS("bench threads"),
         DEMO("demo");
 
         private final String words;
@@ -42,7 +43,7 @@ public final class Options {
 
         /** True for the commands that run as a server or client pair. */
         public boolean isPeer() {
-            return this != BENCH_COMPARE && this != BENCH_SELECTOR && this != DEMO;
+            return this != BENCH_COMPARE && this != BENCH_SELECTOR && this != BENCH_THREADS && this != DEMO;
         }
     }
 

@@ -17,15 +17,18 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
-use parking_lot::{Condvar, Mutex, MutexGuard};
+use parking_lot::{Mutex, MutexGuard};
 
 use super::identity::Locality;
+use followers::Followers;
 use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, Tuning, STUCK_ROUNDS};
 use super::link::{Link, Shared};
 use super::spin;
 use crate::config::Settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
 use crate::stats::{self, Counter};
+
+mod followers;
 
 const TOKEN_WAKE: u64 = 1 << 56;
 const TOKEN_UCX: u64 = 2 << 56;
@@ -116,11 +119,8 @@ pub struct Hub {
     lingering: Mutex<Vec<Arc<dyn Events>>>,
     has_lingering: AtomicBool,
     pending: Mutex<Vec<Arc<dyn Events>>>,
-    /// Followers of the leader: how many, and where they wait for its progress.
-    followers: AtomicUsize,
-    generation: AtomicU64,
-    follow_lock: Mutex<()>,
-    follow: Condvar,
+    /// The threads that wait while another one leads.
+    followers: Followers,
     /// Owned by a selector (as opposed to a blocking channel's private hub).
     selector: bool,
     /// The background thread's own hub: it progresses nested hubs only while their owners are away.
@@ -131,8 +131,8 @@ pub struct Hub {
 }
 
 impl Hub {
-    /// A blocking channel's hub: with a UCX worker when UCX is enabled and available, TCP-only
-    /// otherwise.
+    /// A hub for channels used in blocking mode (see [`super::blocking`]): with a UCX worker when
+    /// UCX is enabled and available, TCP-only otherwise.
     pub fn new(settings: &Settings, ucx: bool) -> std::io::Result<Arc<Hub>> {
         Hub::create(Some(settings).filter(|_| ucx), settings.spin_ns, false, false)
     }
@@ -185,10 +185,7 @@ impl Hub {
             lingering: Mutex::default(),
             has_lingering: AtomicBool::new(false),
             pending: Mutex::default(),
-            followers: AtomicUsize::new(0),
-            generation: AtomicU64::new(0),
-            follow_lock: Mutex::new(()),
-            follow: Condvar::new(),
+            followers: Followers::default(),
             selector,
             background,
             progressed_ns: AtomicU64::new(0),
@@ -202,6 +199,19 @@ impl Hub {
             }
         }
         Ok(hub)
+    }
+
+    /// How many connections are bound to this hub.
+    pub fn connections(&self) -> usize {
+        self.conns.lock().len()
+    }
+
+    /// Notes that channels of several peers share this blocking channel's hub: from now on each
+    /// other process on this host gets a lane of its own, as on a selector's hub.
+    pub fn shared_by_channels(&self) {
+        if let Some(lanes) = &self.lanes {
+            lanes.separate_processes();
+        }
     }
 
     pub fn is_selector(&self) -> bool {
@@ -343,15 +353,15 @@ impl Hub {
         }
     }
 
-    /// Makes every thread waiting in this hub check its condition again: the one asleep in
-    /// epoll, and those following it.
-    pub fn wake_waiters(&self) {
-        self.wake();
-        self.signal();
-    }
-
     /// Wakes the hub even if nobody sleeps right now (the next sleep returns at once).
     pub fn wake_always(&self) {
+        self.wake.notify();
+    }
+
+    /// Makes the threads waiting for connection `id` check their conditions again: its
+    /// followers, and the leader (asleep in epoll or about to be).
+    pub fn wake_conn(&self, id: u32) {
+        self.followers.wake_key(id);
         self.wake.notify();
     }
 
@@ -391,6 +401,7 @@ impl Hub {
                 let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_ucx_event();
+                    self.followers.delivered(id);
                 }
             }
         }
@@ -466,33 +477,33 @@ impl Hub {
         }
     }
 
+    /// Progress without waiting, unless another thread leads (it makes the progress instead).
     fn poll(&self, application: bool) {
-        let mut signal = false;
-        if let Some(_guard) = self.leader.try_lock() {
-            let now = Instant::now();
-            if application {
-                self.note_progressed(now);
+        let Some(guard) = self.leader.try_lock() else { return };
+        let now = Instant::now();
+        if application {
+            self.note_progressed(now);
+        }
+        let progressed = self.progress();
+        // Socket events matter rarely once connections run over UCX: look at most every few
+        // microseconds, so that a busy select loop does not pay a syscall each time.
+        let events = {
+            let mut last = self.last_dispatch.lock();
+            if now.duration_since(*last) >= DISPATCH_INTERVAL {
+                *last = now;
+                true
+            } else {
+                false
             }
-            let progressed = self.progress();
-            // Socket events matter rarely once connections run over UCX: look at most every
-            // few microseconds, so that a busy select loop does not pay a syscall each time.
-            let events = {
-                let mut last = self.last_dispatch.lock();
-                if now.duration_since(*last) >= DISPATCH_INTERVAL {
-                    *last = now;
-                    true
-                } else {
-                    false
-                }
-            };
-            let events = if events { self.dispatch_ready(Some(Duration::ZERO)) } else { 0 };
-            self.progress_nested();
-            signal = progressed || events > 0;
+        };
+        let events = if events { self.dispatch_ready(Some(Duration::ZERO)) } else { 0 };
+        self.progress_nested();
+        drop(guard);
+        if progressed || events > 0 {
+            self.followers.signal();
         }
-        // Followers that found the leadership taken must learn that it is free again.
-        if signal || self.followers.load(Ordering::SeqCst) > 0 {
-            self.signal();
-        }
+        // Followers that found the leadership taken meanwhile must learn that it is free again.
+        self.followers.hand_over();
     }
 
     fn dispatch_ready(&self, timeout: Option<Duration>) -> usize {
@@ -520,9 +531,11 @@ impl Hub {
                 let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_io_event(event.events);
+                    self.followers.delivered(id);
                 }
             }
             TOKEN_LISTENER => {
+                self.followers.other();
                 let listener = self.listeners.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(listener) = listener {
                     listener.on_io_event(event.events);
@@ -530,6 +543,7 @@ impl Hub {
             }
             TOKEN_CLOSING => {}
             TOKEN_NESTED => {
+                self.followers.other();
                 let serial = event.token & !TOKEN_KIND;
                 let hub = self.nested.lock().iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone());
                 if let Some(hub) = hub {
@@ -558,8 +572,8 @@ impl Hub {
                     drop(leader);
                     // A thread that found the leadership taken meanwhile must learn that it is
                     // free again (as after `poll`).
-                    if hub.followers.load(Ordering::SeqCst) > 0 {
-                        hub.signal();
+                    if hub.followers.any() {
+                        hub.followers.signal_all();
                     }
                 }
             }
@@ -567,25 +581,18 @@ impl Hub {
         armed
     }
 
-    /// Tells followers that the leader made progress (or left): they re-check their conditions.
-    fn signal(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        if self.followers.load(Ordering::SeqCst) > 0 {
-            let _guard = self.follow_lock.lock();
-            self.follow.notify_all();
-        }
-    }
-
-    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`.
+    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`. `key` is
+    /// the id of the connection whose state `ready()` looks at (None: it looks at more).
     ///
     /// The first waiting thread becomes the leader and makes progress for everyone; the others
-    /// follow: they sleep on a condition variable and re-check `ready()` whenever the leader made
-    /// progress, and take over when the leader leaves. Every event that can make a follower's
-    /// condition true also wakes the leader's epoll (UCX event fd, sockets, wake-up eventfd).
-    pub fn wait(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
-        self.followers.fetch_add(1, Ordering::SeqCst);
+    /// follow: they sleep until the leader's progress delivers an event to their connection (see
+    /// [`Followers`]), and take over when the leader leaves. Every event that can make a
+    /// follower's condition true also wakes the leader's epoll (UCX event fd, sockets, wake-up
+    /// eventfd).
+    pub fn wait(&self, key: Option<u32>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        self.followers.enter();
         let result = loop {
-            let seen = self.generation.load(Ordering::SeqCst);
+            let seen = self.followers.generation();
             if ready() {
                 break true;
             }
@@ -593,23 +600,19 @@ impl Hub {
                 break ready();
             }
             if let Some(guard) = self.leader.try_lock() {
-                self.followers.fetch_sub(1, Ordering::SeqCst);
+                self.followers.had_baton();
+                self.followers.leave();
                 let result = self.lead(guard, ready, deadline);
                 self.note_progressed(Instant::now());
-                self.signal();
+                self.followers.hand_over();
                 return result;
             }
-            let mut guard = self.follow_lock.lock();
-            if self.generation.load(Ordering::SeqCst) == seen {
-                match deadline {
-                    Some(d) => {
-                        self.follow.wait_until(&mut guard, d);
-                    }
-                    None => self.follow.wait(&mut guard),
-                }
-            }
+            self.followers.follow(key.unwrap_or(0), seen, deadline);
         };
-        self.followers.fetch_sub(1, Ordering::SeqCst);
+        self.followers.leave();
+        if self.followers.had_baton() {
+            self.followers.hand_over();
+        }
         result
     }
 
@@ -620,7 +623,7 @@ impl Hub {
         let mut stuck_sleep = STUCK_SLEEP_MIN;
         loop {
             if self.progress() {
-                self.signal();
+                self.followers.signal();
                 stuck_rounds = 0;
                 stuck_sleep = STUCK_SLEEP_MIN;
             }
@@ -666,7 +669,7 @@ impl Hub {
                         }
                     }
                     if self.progress() {
-                        self.signal();
+                        self.followers.signal();
                         if ready() {
                             self.governor.caught();
                             return true;
@@ -675,7 +678,7 @@ impl Hub {
                     rounds += 1;
                     if rounds % 64 == 0 {
                         if self.dispatch_ready(Some(Duration::ZERO)) > 0 {
-                            self.signal();
+                            self.followers.signal();
                         }
                         self.progress_nested();
                         if ready() {
@@ -716,7 +719,7 @@ impl Hub {
             stats::count(Counter::Sleeps);
             self.dispatch_ready(timeout);
             self.sleeping.store(false, Ordering::SeqCst);
-            self.signal();
+            self.followers.signal();
         }
     }
 

@@ -1,0 +1,161 @@
+//! The threads that wait on a hub while another one leads it (see [`super::Hub::wait`]). A
+//! follower names the connection it waits for; after progress the leader wakes only the followers
+//! of the connections that progress delivered events to (and those that named none), so that many
+//! blocking channels can share one hub without each event waking all their threads. A thread that
+//! changes a connection's state wakes that connection's followers itself ([`super::Hub::wake_conn`]).
+//! What is not one connection's event (a listener's, a nested hub's, the leader leaving) wakes
+//! every follower; followers that name no connection wake on every signal.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, Thread};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+/// A following thread: the connection it waits for (0: any), whether it was woken, and whether
+/// it was woken to take over the leadership.
+struct Parker {
+    thread: Thread,
+    key: AtomicU32,
+    woken: AtomicBool,
+    baton: AtomicBool,
+}
+
+thread_local! {
+    static PARKER: Arc<Parker> = Arc::new(Parker {
+        thread: thread::current(),
+        key: AtomicU32::new(0),
+        woken: AtomicBool::new(false),
+        baton: AtomicBool::new(false),
+    });
+}
+
+impl Parker {
+    fn wake(&self) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Followers {
+    /// Threads inside `Hub::wait` (the leader included while it decides to lead).
+    count: AtomicUsize,
+    /// Bumped by every signal: a follower that saw it change since it last looked does not sleep.
+    generation: AtomicU64,
+    parked: Mutex<Vec<Arc<Parker>>>,
+    /// The connections progress delivered events to since the last signal, and whether something
+    /// else happened (only the leader adds to them).
+    delivered: Mutex<Vec<u32>>,
+    other: AtomicBool,
+}
+
+impl Followers {
+    pub fn enter(&self) {
+        self.count.fetch_add(1, Ordering::SeqCst);
+    }
+
+    pub fn leave(&self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    pub fn any(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Progress delivered an event to connection `id`.
+    pub fn delivered(&self, id: u32) {
+        if self.any() {
+            self.delivered.lock().push(id);
+        }
+    }
+
+    /// Progress did something that is not one connection's event.
+    pub fn other(&self) {
+        self.other.store(true, Ordering::SeqCst);
+    }
+
+    /// After progress: wakes the followers of the connections it delivered events to, those that
+    /// wait for no connection in particular, and all of them if something else happened.
+    pub fn signal(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let all = self.other.swap(false, Ordering::SeqCst);
+        let mut delivered = self.delivered.lock();
+        if self.any() {
+            self.wake_where(|key| all || key == 0 || delivered.contains(&key));
+        }
+        delivered.clear();
+    }
+
+    /// Wakes the followers of connection `id` (and those that wait for no connection in
+    /// particular): another thread changed what they wait for.
+    pub fn wake_key(&self, id: u32) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if self.any() {
+            self.wake_where(|key| key == 0 || key == id);
+        }
+    }
+
+    fn wake_where(&self, wanted: impl Fn(u32) -> bool) {
+        for parker in self.parked.lock().iter() {
+            if wanted(parker.key.load(Ordering::Relaxed)) {
+                parker.wake();
+            }
+        }
+    }
+
+    /// The leadership is free: wakes one follower to take it. One that leaves without leading
+    /// (its condition held, or its deadline passed) hands it on ([`Followers::passed_on`]).
+    pub fn hand_over(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if self.any() {
+            if let Some(next) = self.parked.lock().first() {
+                next.baton.store(true, Ordering::SeqCst);
+                next.wake();
+            }
+        }
+    }
+
+    /// Called by a waiting thread that takes the leadership or leaves: whether it had been
+    /// handed the leadership (then, leaving, it must hand it over in turn).
+    pub fn had_baton(&self) -> bool {
+        PARKER.with(|me| me.baton.swap(false, Ordering::SeqCst))
+    }
+
+    /// Wakes every follower: their conditions may have changed.
+    pub fn signal_all(&self) {
+        self.other();
+        self.signal();
+    }
+
+    /// Sleeps until woken, `deadline`, or a signal since the generation `seen` (a follower waiting
+    /// for connection `key`, 0 for none).
+    pub fn follow(&self, key: u32, seen: u64, deadline: Option<Instant>) {
+        PARKER.with(|me| {
+            me.key.store(key, Ordering::Relaxed);
+            me.woken.store(false, Ordering::SeqCst);
+            self.parked.lock().push(me.clone());
+            while !me.woken.load(Ordering::SeqCst) && self.generation() == seen {
+                match deadline {
+                    Some(d) => {
+                        let now = Instant::now();
+                        if now >= d {
+                            break;
+                        }
+                        thread::park_timeout(d - now);
+                    }
+                    None => thread::park(),
+                }
+            }
+            let mut parked = self.parked.lock();
+            if let Some(at) = parked.iter().position(|p| Arc::ptr_eq(p, me)) {
+                parked.swap_remove(at);
+            }
+        });
+    }
+}
