@@ -7,6 +7,7 @@ import dev.hadronio.examples.cli.Cli;
 import dev.hadronio.examples.cli.Options;
 import dev.hadronio.examples.compare.CompareCommand;
 import dev.hadronio.examples.figures.SelectorFigures;
+import dev.hadronio.examples.figures.ScaleFigures;
 import dev.hadronio.examples.figures.ThreadFigures;
 import dev.hadronio.examples.netty.EchoCommand;
 import dev.hadronio.examples.netty.HelloCommand;
@@ -155,6 +156,10 @@ public final class Main {
                 break;
             case BENCH_THREADS:
                 new ThreadFigures(options.connections(), out).run();
+                break;
+            case BENCH_SCALE:
+                new ScaleFigures(options.counts().stream().mapToInt(Integer::intValue).toArray(), options.seconds(),
+                    options.output(), out).run();
                 break;
             default:
                 throw new IllegalStateException("unhandled command " + options.command());

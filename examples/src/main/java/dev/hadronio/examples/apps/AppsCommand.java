@@ -1,6 +1,7 @@
 package dev.hadronio.examples.apps;
 
 import dev.hadronio.examples.Main;
+import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import java.io.BufferedReader;
 import java.io.File;

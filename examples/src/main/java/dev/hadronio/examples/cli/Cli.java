@@ -14,6 +14,7 @@ import picocli.CommandLine.TypeConversionException;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 
@@ -377,7 +378,7 @@ public final class Cli {
     @CommandLine.Command(name = "bench", mixinStandardHelpOptions = true, footer = FOOTER,
             description = "One side of the benchmark harness (an Observatory run description); its subcommands "
                     + "compare the JDK's provider and hadroNIO side by side.",
-            subcommands = {BenchCompare.class, BenchSelector.class, BenchThreads.class})
+            subcommands = {BenchCompare.class, BenchSelector.class, BenchThreads.class, BenchScale.class})
     static final class Bench extends Leaf {
         @Mixin
         Peer peer;
@@ -464,6 +465,33 @@ public final class Cli {
         @Override
         void fill(Options.Builder b) {
             b.connections = connections;
+        }
+    }
+
+    @CommandLine.Command(name = "scale", mixinStandardHelpOptions = true,
+            description = "netty echo at growing connection counts (one 1 KiB message in flight on each): round "
+                + "trips/s, p99, CPU per round trip and time to the first echo on all, with both providers.")
+    static final class BenchScale extends Leaf {
+        @Option(names = "--counts", paramLabel = "n,m", split = ",", converter = PositiveConverter.class,
+                description = "connection counts (default 1,16,256,1000,4000)")
+        List<Integer> counts = new ArrayList<>(Arrays.asList(1, 16, 256, 1000, 4000));
+
+        @Option(names = "--seconds", paramLabel = "s", converter = PositiveConverter.class,
+                description = "seconds measured at each count, after a 2 s warm-up (default ${DEFAULT-VALUE})")
+        int seconds = 5;
+
+        @Option(names = {"-o", "--output"}, paramLabel = "dir", description = "result directory (CSV and plot)")
+        Path output;
+
+        BenchScale() {
+            super(Command.BENCH_SCALE);
+        }
+
+        @Override
+        void fill(Options.Builder b) {
+            b.counts.addAll(counts);
+            b.seconds = seconds;
+            b.output = output;
         }
     }
 

@@ -29,6 +29,7 @@ public final class Options {
         BENCH_COMPARE("bench compare"),
         BENCH_SELECTOR("bench selector"),
         BENCH_THREADS("bench threads"),
+        BENCH_SCALE("bench scale"),
         DEMO("demo");
 
         private final String words;
@@ -43,7 +44,7 @@ public final class Options {
 
         /** True for the commands that run as a server or client pair. */
         public boolean isPeer() {
-            return this != BENCH_COMPARE && this != BENCH_SELECTOR && this != BENCH_THREADS && this != DEMO;
+            return this != BENCH_COMPARE && this != BENCH_SELECTOR && this != BENCH_THREADS && this != BENCH_SCALE && this != DEMO;
         }
     }
 
@@ -73,6 +74,8 @@ public final class Options {
     private final List<Flavour> flavours;
     private final String name;
     private final Path perftest;
+    private final List<Integer> counts;
+    private final int seconds;
 
     private Options(Builder b) {
         command = b.command;
@@ -92,6 +95,18 @@ public final class Options {
         flavours = Collections.unmodifiableList(new ArrayList<>(b.flavours));
         name = b.name;
         perftest = b.perftest;
+        counts = Collections.unmodifiableList(new ArrayList<>(b.counts));
+        seconds = b.seconds;
+    }
+
+    /** Connection counts to measure at ({@code bench scale}). */
+    public List<Integer> counts() {
+        return counts;
+    }
+
+    /** Seconds of measurement per step ({@code bench scale}). */
+    public int seconds() {
+        return seconds;
     }
 
     public Command command() {
@@ -198,6 +213,8 @@ public final class Options {
         final List<Flavour> flavours = new ArrayList<>();
         String name;
         Path perftest;
+        final List<Integer> counts = new ArrayList<>();
+        int seconds;
 
         Builder(Command command) {
             this.command = command;

@@ -1,6 +1,5 @@
-package dev.hadronio.examples.apps;
+package dev.hadronio.examples.report;
 
-import dev.hadronio.examples.report.LinePlot;
 import java.awt.BasicStroke;
 import java.awt.Color;
 import java.awt.Font;
@@ -16,12 +15,13 @@ import java.util.Locale;
  * Horizontal bars of "times better" on a logarithmic axis with a line at 1 (par with the JDK):
  * green to the right of it, red to the left.
  */
-final class BarPlot {
-    static final class Bar {
+public final class BarPlot {
+    /** One bar: its label and how many times better hadroNIO is. */
+    public static final class Bar {
         final String label;
         final double value;
 
-        Bar(String label, double value) {
+        public Bar(String label, double value) {
             this.label = label;
             this.value = value;
         }
@@ -36,7 +36,7 @@ final class BarPlot {
     private BarPlot() {
     }
 
-    static void writePng(Path file, String title, List<Bar> bars) throws IOException {
+    public static void writePng(Path file, String title, List<Bar> bars) throws IOException {
         if (bars.isEmpty()) {
             return;
         }
