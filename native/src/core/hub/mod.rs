@@ -2,13 +2,14 @@
 //! available), one epoll set holding the worker's event fd, the TCP sockets of its connections
 //! and listeners and a wake-up eventfd, plus the waiting protocol.
 //!
-//! A selector owns one hub; a channel used only in blocking mode gets a private one.
+//! A selector owns one hub; channels used in blocking mode get one from [`super::blocking`]
+//! (their own, or beyond a limit one they share).
 //!
 //! **Waiting.** A thread that must wait for a condition becomes the hub's *leader* (a mutex) or
-//! parks on that mutex. The leader progresses UCX, spins for a while (the window adapts to how
-//! soon events came recently) and then sleeps in `epoll_wait`. After every wake-up it yields the
-//! leadership to parked threads (`bump`) so that they can check their own conditions against
-//! the progress it made. Lock order: leader → connection state → worker → touched list.
+//! follows it (`followers.rs`). The leader progresses UCX, spins while that pays (see
+//! [`spin`]) and then sleeps in `epoll_wait`; after progress it wakes the followers whose
+//! connections it delivered events to, and when it leaves it hands the leadership to one of them.
+//! Lock order: leader → connection state → worker → touched list.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
@@ -121,7 +122,7 @@ pub struct Hub {
     pending: Mutex<Vec<Arc<dyn Events>>>,
     /// The threads that wait while another one leads.
     followers: Followers,
-    /// Owned by a selector (as opposed to a blocking channel's private hub).
+    /// Owned by a selector (as opposed to a hub of channels used in blocking mode).
     selector: bool,
     /// The background thread's own hub: it progresses nested hubs only while their owners are away.
     background: bool,

@@ -1,5 +1,9 @@
 package dev.hadronio.examples.figures;
 
+import static dev.hadronio.examples.figures.Children.PREFIX;
+import static dev.hadronio.examples.figures.Children.figure;
+import static dev.hadronio.examples.figures.Children.reader;
+
 import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import dev.hadronio.examples.util.CpuClock;
@@ -27,8 +31,8 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -48,7 +52,6 @@ import org.HdrHistogram.Recorder;
  * <p>{@code hadronio bench scale [--counts 1,16,256,1000,4000] [--seconds 5] [-o dir]}
  */
 public final class ScaleFigures {
-    private static final String PREFIX = "FIGURE ";
     private static final int MESSAGE = 1024;
     private static final int EVENT_LOOPS = 2;
     private static final int WARMUP_SECONDS = 2;
@@ -173,10 +176,6 @@ public final class ScaleFigures {
         }
     }
 
-    private static BufferedReader reader(Process process) {
-        return new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-    }
-
     /** Reads lines until one starts with {@code prefix}; returns the rest of it. */
     private static String expect(BufferedReader lines, String prefix) throws IOException {
         for (String line; (line = lines.readLine()) != null; ) {
@@ -188,27 +187,8 @@ public final class ScaleFigures {
     }
 
     private Process child(boolean hadronio, String role, String port, int count) throws IOException {
-        List<String> command = new ArrayList<>();
-        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        command.add("-Xmx1g");
-        if (hadronio) {
-            command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
-            for (String name : System.getProperties().stringPropertyNames()) {
-                if (name.startsWith("hadronio.")) {
-                    command.add("-D" + name + "=" + System.getProperty(name));
-                }
-            }
-        }
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(ScaleFigures.class.getName());
-        command.add(role);
-        command.add(port);
-        command.add(Integer.toString(count));
-        command.add(Integer.toString(seconds));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
-        builder.environment().remove("DISABLE_HADRONIO");
-        return builder.start();
+        return Children.start(hadronio, Arrays.asList("-Xmx1g"), ScaleFigures.class, role, port, Integer.toString(count),
+            Integer.toString(seconds));
     }
 
     /** Child entry point: {@code server 0 N S} or {@code client PORT N S}. */
@@ -379,10 +359,5 @@ public final class ScaleFigures {
         } finally {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
-    }
-
-    private static void figure(String name, double value) {
-        System.out.println(PREFIX + name + " " + value);
-        System.out.flush();
     }
 }

@@ -1,7 +1,12 @@
 package dev.hadronio.examples.figures;
 
+import static dev.hadronio.examples.figures.Children.PREFIX;
+import static dev.hadronio.examples.figures.Children.descriptors;
+import static dev.hadronio.examples.figures.Children.figure;
+import static dev.hadronio.examples.figures.Children.residentBytes;
+import static dev.hadronio.examples.figures.Children.settle;
+
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -14,10 +19,9 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -33,7 +37,6 @@ import java.util.concurrent.TimeUnit;
  * <p>{@code hadronio bench selector [-c connections]}
  */
 public final class SelectorFigures {
-    static final String PREFIX = "FIGURE ";
     private static final int IDLE_CONNECTIONS = 100;
     private static final int IDLE_SECONDS = 10;
     private static final int SELECT_NOW_CALLS = 200_000;
@@ -76,6 +79,10 @@ public final class SelectorFigures {
         return v == null ? "n/a" : String.format(Locale.ROOT, "%.1f %s", v * scale, unit);
     }
 
+    private static Process child(boolean hadronio, String role, String port) throws IOException {
+        return Children.start(hadronio, Arrays.asList("-Xmx512m"), SelectorFigures.class, role, port);
+    }
+
     private Map<String, Double> measure(boolean hadronio) throws Exception {
         Process peer = child(hadronio, "peer", "0");
         Process holder = null;
@@ -113,28 +120,6 @@ public final class SelectorFigures {
             }
             peer.destroyForcibly();
         }
-    }
-
-    private static Process child(boolean hadronio, String role, String port) throws IOException {
-        List<String> command = new ArrayList<>();
-        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        command.add("-Xmx512m");
-        if (hadronio) {
-            command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
-            for (String name : System.getProperties().stringPropertyNames()) {
-                if (name.startsWith("hadronio.")) {
-                    command.add("-D" + name + "=" + System.getProperty(name));
-                }
-            }
-        }
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(SelectorFigures.class.getName());
-        command.add(role);
-        command.add(port);
-        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
-        builder.environment().remove("DISABLE_HADRONIO");
-        return builder.start();
     }
 
     /** Child entry point: {@code peer 0} or {@code holder PORT [connections]}. */
@@ -216,7 +201,7 @@ public final class SelectorFigures {
         settle();
         long after = residentBytes();
         figure("memoryPerConnection", (after - before) / (double) count);
-        figure("openFileDescriptors", fileDescriptors());
+        figure("openFileDescriptors", descriptors());
 
         for (int i = 0; i < 20_000; i++) {
             selector.selectNow();
@@ -277,31 +262,5 @@ public final class SelectorFigures {
             throw new IOException("only " + echoed + " of " + count + " connections echoed");
         }
         return channels;
-    }
-
-    private static void settle() throws InterruptedException {
-        for (int i = 0; i < 3; i++) {
-            System.gc();
-            Thread.sleep(300);
-        }
-    }
-
-    private static long residentBytes() throws IOException {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
-        }
-        return -1;
-    }
-
-    private static int fileDescriptors() {
-        String[] entries = new File("/proc/self/fd").list();
-        return entries == null ? -1 : entries.length;
-    }
-
-    private static void figure(String name, double value) {
-        System.out.println(PREFIX + name + " " + value);
-        System.out.flush();
     }
 }

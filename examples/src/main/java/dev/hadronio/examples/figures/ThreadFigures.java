@@ -1,8 +1,14 @@
 package dev.hadronio.examples.figures;
 
+import static dev.hadronio.examples.figures.Children.PREFIX;
+import static dev.hadronio.examples.figures.Children.descriptors;
+import static dev.hadronio.examples.figures.Children.figure;
+import static dev.hadronio.examples.figures.Children.reader;
+import static dev.hadronio.examples.figures.Children.residentBytes;
+import static dev.hadronio.examples.figures.Children.settle;
+
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -14,10 +20,9 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -37,7 +42,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>{@code hadronio bench threads [-c connections]}
  */
 public final class ThreadFigures {
-    private static final String PREFIX = "FIGURE ";
     /** Connections opened and closed before the server takes its baseline. */
     private static final int WARM_CONNECTIONS = 32;
     private static final int CLIENT_THREADS = 4;
@@ -133,10 +137,6 @@ public final class ThreadFigures {
         }
     }
 
-    private static BufferedReader reader(Process process) {
-        return new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-    }
-
     private void relay(BufferedReader lines, String who, Map<String, Double> figures) {
         try {
             for (String line; (line = lines.readLine()) != null; ) {
@@ -159,29 +159,9 @@ public final class ThreadFigures {
     }
 
     private Process child(boolean hadronio, String role, String port) throws IOException {
-        List<String> command = new ArrayList<>();
-        command.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         // A fixed, touched heap: what the server's resident size gains is native memory and stacks.
-        command.add("-Xms384m");
-        command.add("-Xmx384m");
-        command.add("-XX:+AlwaysPreTouch");
-        if (hadronio) {
-            command.add("-Djava.nio.channels.spi.SelectorProvider=dev.hadronio.HadronioProvider");
-            for (String name : System.getProperties().stringPropertyNames()) {
-                if (name.startsWith("hadronio.")) {
-                    command.add("-D" + name + "=" + System.getProperty(name));
-                }
-            }
-        }
-        command.add("-cp");
-        command.add(System.getProperty("java.class.path"));
-        command.add(ThreadFigures.class.getName());
-        command.add(role);
-        command.add(port);
-        command.add(Integer.toString(connections));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
-        builder.environment().remove("DISABLE_HADRONIO");
-        return builder.start();
+        return Children.start(hadronio, Arrays.asList("-Xms384m", "-Xmx384m", "-XX:+AlwaysPreTouch"), ThreadFigures.class,
+            role, port, Integer.toString(connections));
     }
 
     /** Child entry point: {@code server 0 N} or {@code client PORT N}. */
@@ -378,27 +358,6 @@ public final class ThreadFigures {
         }
     }
 
-    private static void settle() throws InterruptedException {
-        for (int i = 0; i < 3; i++) {
-            System.gc();
-            Thread.sleep(300);
-        }
-    }
-
-    private static long residentBytes() throws IOException {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
-        }
-        throw new IOException("no VmRSS in /proc/self/status");
-    }
-
-    private static int descriptors() {
-        String[] entries = new File("/proc/self/fd").list();
-        return entries == null ? -1 : entries.length;
-    }
-
     /** hadroNIO's {@code WorkersCreated} counter (by reflection), or -1 on the JDK's provider. */
     private static long workersCreated() {
         SelectorProvider provider = SelectorProvider.provider();
@@ -409,10 +368,5 @@ public final class ThreadFigures {
         } catch (ReflectiveOperationException e) {
             return -1;
         }
-    }
-
-    private static void figure(String name, double value) {
-        System.out.println(PREFIX + name + " " + value);
-        System.out.flush();
     }
 }
