@@ -43,6 +43,11 @@ impl Ord for Timer {
 /// How often the background thread looks at hubs with data waiting to go out.
 const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
 
+/// How often the background thread asks each connection of an adopted hub whether it still has
+/// data waiting while an application thread progresses the hub. That thread sends the data
+/// itself; asking lets connections that are done (closed ones among them) go.
+const OWNED_SCAN_INTERVAL: Duration = Duration::from_millis(50);
+
 /// How long a closed connection's socket waits for the peer to close as well.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -122,6 +127,9 @@ impl Background {
     /// Progresses `hub` while it has work nobody else may do (see [`Hub::linger`],
     /// [`Hub::watch_pending`], [`Hub::bury`]).
     pub fn adopt(&self, hub: Arc<Hub>) {
+        if !hub.mark_adopted() {
+            return;
+        }
         self.incoming.lock().push(hub);
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
@@ -190,32 +198,42 @@ impl Background {
     }
 
     fn run(&self) {
-        let mut adopted: Vec<Arc<Hub>> = Vec::new();
+        // Adopted hubs, with when their connections were last asked.
+        let mut adopted: Vec<(Arc<Hub>, Instant)> = Vec::new();
         loop {
             let closing = self.drain_closing();
             let next_timer = self.fire_timers();
             let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
             for hub in std::mem::take(&mut *self.incoming.lock()) {
-                if !adopted.iter().any(|h| Arc::ptr_eq(h, &hub)) {
+                if !adopted.iter().any(|(h, _)| Arc::ptr_eq(h, &hub)) {
                     // A selector hub's events belong to the selector's thread: not nested.
                     if !hub.is_selector() {
                         if let Err(e) = self.hub.add_nested(&hub) {
                             warn!("background thread cannot watch hub {}: {e}", hub.serial());
                         }
                     }
-                    adopted.push(hub);
+                    adopted.push((hub, Instant::now()));
                 }
             }
             self.changed.store(false, Ordering::SeqCst);
-            for hub in &adopted {
+            for (hub, _) in &adopted {
                 hub.poll_for_background();
             }
-            adopted.retain(|hub| {
-                let keep = hub.needs_background();
-                if !keep && !hub.is_selector() {
+            let now = Instant::now();
+            adopted.retain_mut(|(hub, asked)| {
+                // Asking is a lock and a look per connection: every tick only while nobody else
+                // progresses the hub.
+                if !hub.owner_away() && now.duration_since(*asked) < OWNED_SCAN_INTERVAL {
+                    return true;
+                }
+                *asked = now;
+                if hub.needs_background() || !hub.release_adoption() {
+                    return true;
+                }
+                if !hub.is_selector() {
                     self.hub.remove_nested(hub);
                 }
-                keep
+                false
             });
             if adopted.is_empty() && !closing {
                 let mut guard = self.idle_lock.lock();

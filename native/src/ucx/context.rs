@@ -145,6 +145,9 @@ impl Context {
             let user = std::env::var("UCX_TLS").ok();
             set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
         }
+        // Liveness is the control connection's (TCP keepalive and user timeout): UCX's own
+        // keepalive would only add a timer descriptor per worker and a read to every arm.
+        default_setting(config, "KEEPALIVE_INTERVAL", "inf");
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
         params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES

@@ -43,12 +43,18 @@ impl Conn {
             }
         } else if mode == WriteMode::Ucx && !state.rx.eof {
             // Now and then look at the control socket so that writes to a peer that closed fail
-            // (as they do with the kernel) even when nobody else watches the socket: one poll,
-            // reading it only when it has something.
+            // (as they do with the kernel) even when nobody else watches the socket: reading it
+            // only when it has something. While the hub handles the socket's events, its flags
+            // tell; otherwise one poll asks the socket.
             let now = Instant::now();
             if now.duration_since(state.tcp_checked) >= TCP_CHECK_INTERVAL {
                 state.tcp_checked = now;
-                if state.socket.as_ref().is_some_and(Socket::has_news) {
+                let news = if self.hub.get().is_some_and(|hub| hub.socket_events_handled(TCP_CHECK_INTERVAL)) {
+                    state.io.readable || state.io.ended
+                } else {
+                    state.socket.as_ref().is_some_and(Socket::has_news)
+                };
+                if news {
                     self.progress_stream(state);
                     if !state.rx.eof {
                         Self::check_control(state)?;

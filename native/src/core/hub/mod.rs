@@ -120,6 +120,8 @@ pub struct Hub {
     lingering: Mutex<Vec<Arc<dyn Events>>>,
     has_lingering: AtomicBool,
     pending: Mutex<Vec<Arc<dyn Events>>>,
+    /// The background thread has this hub among its adopted ones (or is about to).
+    adopted: AtomicBool,
     /// The threads that wait while another one leads.
     followers: Followers,
     /// Owned by a selector (as opposed to a hub of channels used in blocking mode).
@@ -128,6 +130,9 @@ pub struct Hub {
     background: bool,
     /// When a thread other than the background thread last progressed this hub (since `created`).
     progressed_ns: AtomicU64,
+    /// When the last `epoll_wait` that returned every ready event began (since `created`; 0:
+    /// never): socket events older than that have been handled.
+    socket_events_ns: AtomicU64,
     created: Instant,
 }
 
@@ -186,10 +191,12 @@ impl Hub {
             lingering: Mutex::default(),
             has_lingering: AtomicBool::new(false),
             pending: Mutex::default(),
+            adopted: AtomicBool::new(false),
             followers: Followers::default(),
             selector,
             background,
             progressed_ns: AtomicU64::new(0),
+            socket_events_ns: AtomicU64::new(0),
             created: Instant::now(),
         });
         // The main lane's worker takes milliseconds to create: create it now, while the
@@ -509,6 +516,7 @@ impl Hub {
 
     fn dispatch_ready(&self, timeout: Option<Duration>) -> usize {
         let mut events = [Event::default(); 64];
+        let began = self.created.elapsed().as_nanos().max(1) as u64;
         let n = match self.epoll.wait(&mut events, timeout) {
             Ok(n) => n,
             Err(e) => {
@@ -520,7 +528,17 @@ impl Hub {
         for event in &events[..n] {
             self.dispatch(*event);
         }
+        if n < events.len() {
+            self.socket_events_ns.fetch_max(began, Ordering::AcqRel);
+        }
         n
+    }
+
+    /// Whether every socket event of this hub older than `within` has been handled (its
+    /// connections' readiness flags are that fresh), so that a look at a socket can be spared.
+    pub fn socket_events_handled(&self, within: Duration) -> bool {
+        let seen = self.socket_events_ns.load(Ordering::Acquire);
+        seen != 0 && self.created.elapsed().saturating_sub(Duration::from_nanos(seen)) < within
     }
 
     fn dispatch(&self, event: Event) {
@@ -754,9 +772,28 @@ impl Hub {
         self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// Marks the hub as adopted by the background thread; false if it already was, so that
+    /// adopting again costs no wake-up. Whatever made the hub need the background (a pending,
+    /// lingering or buried connection) must be recorded before this is asked.
+    pub(super) fn mark_adopted(&self) -> bool {
+        !self.adopted.swap(true, Ordering::SeqCst)
+    }
+
+    /// Lets the background thread go of the hub unless it needs it again: clears the mark, then
+    /// looks once more, since a connection may have been recorded in between by a thread that
+    /// still saw the mark (and so did not adopt the hub again). True if the hub was let go.
+    pub(super) fn release_adoption(&self) -> bool {
+        self.adopted.store(false, Ordering::SeqCst);
+        if self.needs_background() {
+            self.adopted.store(true, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
     /// Whether no application thread has progressed this hub for [`OWNER_AWAY`]. (A thread
     /// waiting in it holds the leadership, which keeps the background thread out anyway.)
-    fn owner_away(&self) -> bool {
+    pub(super) fn owner_away(&self) -> bool {
         let last = Duration::from_nanos(self.progressed_ns.load(Ordering::Relaxed));
         self.created.elapsed().saturating_sub(last) >= OWNER_AWAY
     }

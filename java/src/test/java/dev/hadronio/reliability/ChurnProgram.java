@@ -40,6 +40,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * cycles {@code PROGRESS <cycles so far> <footprint>} (not collected), {@code CYCLES <n> <ms>},
  * {@code AFTER <footprint>} (after the measured batch, once the server has closed every connection
  * and the descriptor, mapping and thread counts are back at their starting level or 10 s have passed), and
+ * {@code NEWFDS} with the kinds of descriptor whose count changed if there are more than at {@code BEFORE}, and
  * exits 0. On a wrong byte, a wrong end of stream or an exception it prints {@code FAILED ...} and
  * exits 1; if no cycle completes for {@link #STUCK_SECONDS} it prints {@code STUCK} and every thread's
  * stack and exits 2.
@@ -83,12 +84,13 @@ public final class ChurnProgram {
     }
 
     /**
-     * Part of the warm-up in blocking mode: three connections used at once and closed. A blocking
-     * channel has a UCX worker of its own, and the workers of closed channels are kept for the next
-     * ones up to {@code hadronio.spareWorkers}; how many are kept depends on how many channels were
-     * ever open at once, which the cycles alone leave to chance (a closing connection may still hold
-     * its worker when the next cycle starts). With the cache full before the measurement, the
-     * cycles leave it as they found it.
+     * Run in blocking mode right before each measurement: three connections used at once and
+     * closed. A blocking channel has a UCX worker of its own, and the workers of closed channels
+     * are kept for the next ones up to {@code hadronio.spareWorkers}; how many are kept depends on
+     * how many channels were ever open at once and on whether a kept worker was still fit to serve
+     * (one whose peer worker went away abruptly is not), which the cycles leave to chance. Filled
+     * before both measurements, the cache holds as many workers each time, so what grows is what
+     * the cycles left behind.
      */
     private void fillWorkerCache() throws IOException {
         try (ServerSocketChannel listener = provider.openServerSocketChannel()) {
@@ -134,12 +136,13 @@ public final class ChurnProgram {
         serverThread.setDaemon(true);
         serverThread.start();
 
+        runCycles(selectorMode, address, 0, warmup);
+        awaitServer(warmup);
         if (!selectorMode) {
             fillWorkerCache();
         }
-        runCycles(selectorMode, address, 0, warmup);
-        awaitServer(warmup);
         Footprint before = Footprint.measure(true);
+        Map<String, Integer> descriptorsBefore = Footprint.descriptorKinds();
         System.out.println("WARMUP " + warmup);
         System.out.println("BEFORE " + before.encode());
         System.out.flush();
@@ -154,6 +157,9 @@ public final class ChurnProgram {
         }
         awaitServer(warmup + cycles);
         long millis = (System.nanoTime() - start) / 1_000_000;
+        if (!selectorMode) {
+            fillWorkerCache();
+        }
         Footprint after = Footprint.measure(true);
         long settleUntil = System.nanoTime() + 10_000_000_000L;
         while ((after.fds > before.fds || after.threads > before.threads || after.mappings > before.mappings)
@@ -163,6 +169,9 @@ public final class ChurnProgram {
         }
         System.out.println("CYCLES " + cycles + " " + millis);
         System.out.println("AFTER " + after.encode());
+        if (after.fds > before.fds) {
+            System.out.println("NEWFDS " + Footprint.descriptorChange(descriptorsBefore, Footprint.descriptorKinds()));
+        }
         System.out.flush();
         server.close();
         if (serverSelector != null) {

@@ -80,7 +80,8 @@ public class ChurnTest extends ProviderModeTest {
         Reliability.figure(name, "VmRSS growth", after.rssKiB - before.rssKiB, "KiB");
         Reliability.figure(name, "live heap before/after", before.heapKiB + " / " + after.heapKiB, "KiB");
 
-        String both = "\nbefore: " + before + "\nafter:  " + after;
+        String added = child.value("NEWFDS");
+        String both = "\nbefore: " + before + "\nafter:  " + after + (added == null ? "" : "\nnew descriptors: " + added);
         assertTrue("open file descriptors grew by more than " + FD_TOLERANCE + both,
                 after.fds - before.fds <= FD_TOLERANCE);
         assertTrue("memory mappings grew by more than " + MAPPING_TOLERANCE + both,

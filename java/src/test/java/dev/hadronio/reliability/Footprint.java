@@ -11,6 +11,7 @@ import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * What this process holds, as the kernel and the JVM see it: open file descriptors (entries of
@@ -66,6 +67,47 @@ public final class Footprint {
             throw new IllegalStateException("cannot list /proc/self/fd", e);
         }
         return count;
+    }
+
+    /**
+     * Open file descriptors by kind: what {@code /proc/self/fd/N} links to with the inode or name
+     * that tells one from another left out ({@code socket}, {@code anon_inode:[eventfd]},
+     * {@code /dev/shm/ucx_shm_posix_*}, a file's path as it is).
+     */
+    public static Map<String, Integer> descriptorKinds() {
+        Map<String, Integer> kinds = new TreeMap<>();
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(Paths.get("/proc/self/fd"))) {
+            for (Path entry : entries) {
+                String target;
+                try {
+                    target = Files.readSymbolicLink(entry).toString();
+                } catch (IOException e) {
+                    continue; // closed since the listing (the listing's own descriptor, for one)
+                }
+                String kind = target.replaceFirst("^(socket|pipe):\\[\\d+\\]$", "$1")
+                        .replaceFirst("^/dev/shm/(\\w*?)_?[0-9a-f]+( \\(deleted\\))?$", "/dev/shm/$1_*")
+                        .replaceFirst("^/proc/\\d+/", "/proc/*/");
+                kinds.merge(kind, 1, Integer::sum);
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot list /proc/self/fd", e);
+        }
+        return kinds;
+    }
+
+    /** Kinds whose count differs between two {@link #descriptorKinds()}: {@code kind before->after}. */
+    public static String descriptorChange(Map<String, Integer> before, Map<String, Integer> after) {
+        Map<String, Integer> all = new TreeMap<>(before);
+        after.keySet().forEach(kind -> all.putIfAbsent(kind, 0));
+        StringBuilder change = new StringBuilder();
+        for (String kind : all.keySet()) {
+            int was = before.getOrDefault(kind, 0);
+            int is = after.getOrDefault(kind, 0);
+            if (was != is) {
+                change.append(change.length() == 0 ? "" : ", ").append(kind).append(' ').append(was).append("->").append(is);
+            }
+        }
+        return change.toString();
     }
 
     /** Number of lines in {@code /proc/self/maps}. */
