@@ -3,6 +3,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::raw::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 pub const READABLE: u32 = libc::EPOLLIN as u32;
@@ -65,21 +66,38 @@ impl Epoll {
     }
 
     /// Waits for events; `None` waits forever. Returns the number of events written to `out`
-    /// (0 on timeout or signal interruption).
+    /// (0 on timeout or signal interruption). A timeout that is not a whole number of
+    /// milliseconds is kept to the microsecond where the kernel has `epoll_pwait2` (Linux 5.11),
+    /// and rounded up to the next millisecond elsewhere.
     pub fn wait(&self, out: &mut [Event], timeout: Option<Duration>) -> io::Result<usize> {
         const MAX: usize = 64;
         let mut raw = [libc::epoll_event { events: 0, u64: 0 }; MAX];
         let capacity = out.len().min(MAX) as i32;
-        let millis = match timeout {
-            None => -1,
-            Some(t) => {
-                // Round up so that a short timeout never turns into a busy loop.
-                let ms = t.as_micros().div_ceil(1000);
-                ms.min(i32::MAX as u128) as i32
+        let n = match timeout {
+            Some(t) if t.subsec_nanos() % 1_000_000 != 0 && PRECISE.load(Ordering::Relaxed) => {
+                let spec = libc::timespec { tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t, tv_nsec: t.subsec_nanos() as libc::c_long };
+                // SAFETY: `raw` has room for `capacity` events, `spec` lives through the call and
+                // a null signal mask leaves the thread's mask as it is. Called through `syscall`:
+                // glibc has a wrapper only from 2.35 on, older than the jar's floor.
+                let n = unsafe {
+                    libc::syscall(libc::SYS_epoll_pwait2, self.as_raw_fd(), raw.as_mut_ptr(), capacity, &spec as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
+                } as i32;
+                if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+                    PRECISE.store(false, Ordering::Relaxed);
+                    return self.wait(out, timeout);
+                }
+                n
+            }
+            _ => {
+                let millis = match timeout {
+                    None => -1,
+                    // Round up so that a short timeout never turns into a busy loop.
+                    Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+                };
+                // SAFETY: `raw` has room for `capacity` events.
+                unsafe { libc::epoll_wait(self.as_raw_fd(), raw.as_mut_ptr(), capacity, millis) }
             }
         };
-        // SAFETY: `raw` has room for `capacity` events.
-        let n = unsafe { libc::epoll_wait(self.as_raw_fd(), raw.as_mut_ptr(), capacity, millis) };
         if n < 0 {
             let error = io::Error::last_os_error();
             if error.kind() == io::ErrorKind::Interrupted {
@@ -94,6 +112,9 @@ impl Epoll {
         Ok(n)
     }
 }
+
+/// Whether the kernel takes timeouts in nanoseconds (`epoll_pwait2`); cleared at the first ENOSYS.
+static PRECISE: AtomicBool = AtomicBool::new(true);
 
 /// A non-blocking eventfd used as a wake-up signal.
 #[derive(Debug)]
@@ -168,5 +189,19 @@ mod tests {
         assert_eq!(events[0].token, 7);
         wake.drain();
         assert_eq!(epoll.wait(&mut events, Some(Duration::ZERO)).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_timeout_below_a_millisecond_is_waited_out() {
+        // Rounded down instead of up or kept, it would return at once: a busy loop for callers
+        // that sleep in short steps.
+        let epoll = Epoll::new().unwrap();
+        let mut events = [Event::default(); 4];
+        for micros in [1, 300, 1500] {
+            let timeout = Duration::from_micros(micros);
+            let start = std::time::Instant::now();
+            assert_eq!(epoll.wait(&mut events, Some(timeout)).unwrap(), 0);
+            assert!(start.elapsed() >= timeout, "a {timeout:?} wait returned after {:?}", start.elapsed());
+        }
     }
 }

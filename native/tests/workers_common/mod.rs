@@ -17,14 +17,20 @@ fn region(buf: &mut [u8]) -> [Region; 1] {
 }
 
 /// A blocking connection from a fresh client to `listener` whose server side is bound to `hub`,
-/// after round trips until both sides have switched to UCX (a few round trips: offer, marks,
-/// greeting, probe).
+/// after round trips until both sides have switched to UCX.
 pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn>, Arc<Conn>) {
     let addr = listener.local_addr().unwrap().unwrap();
     let client = Conn::open(settings()).unwrap();
     assert!(client.connect(&addr, true, None).unwrap());
     let server = listener.accept(true, None).unwrap().unwrap();
     server.bind_hub(hub).unwrap();
+    upgrade(&client, &server, round);
+    (client, server)
+}
+
+/// Echo round trips in blocking mode until both sides of a new connection have switched to UCX
+/// (a few: offer, marks, greeting, probe).
+pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
     for _ in 0..1000 {
         let mut hello = vec![round; 1000];
         assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
@@ -40,7 +46,7 @@ pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn
         }
         assert!(hello.iter().all(|&b| b == round), "round {round}: echo differs");
         if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
-            return (client, server);
+            return;
         }
     }
     panic!("round {round}: no upgrade; client {}, server {}", client.describe(), server.describe());

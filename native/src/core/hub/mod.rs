@@ -49,8 +49,11 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 /// worker (the peer vanished in the middle of a message).
 const GRAVE_LIMIT: Duration = Duration::from_secs(5);
 
-/// Bounds of a sleep with a stuck worker; it doubles while the worker stays stuck.
-const STUCK_SLEEP_MIN: Duration = Duration::from_millis(1);
+/// Bounds of a sleep with a stuck worker; it doubles while the worker stays stuck. A worker is
+/// stuck mostly because a peer's receive ring is full (its sends wait in UCX until that peer
+/// reads), and the peer often waits for this very core: the first sleeps are short, so that the
+/// sends go out soon after it has read, and each gives the core away.
+const STUCK_SLEEP_MIN: Duration = Duration::from_micros(20);
 const STUCK_SLEEP_MAX: Duration = Duration::from_millis(100);
 
 /// How long a hub may go without progress by an application thread (selecting on it or on a
@@ -234,7 +237,11 @@ impl Hub {
     /// The lane for a connection whose peer runs at `locality` (see [`Lanes`]), opened if needed.
     pub fn lane(&self, locality: Locality) -> Result<Arc<Lane>, String> {
         let Some(lanes) = &self.lanes else { return Err(String::from("UCX unavailable on this side")) };
-        lanes.lane(locality, |fd| self.epoll.add(fd, poller::READABLE, TOKEN_UCX))
+        // Edge-triggered: a worker that cannot be armed (sends waiting for a full peer ring) keeps
+        // signals of earlier wake-ups unread, and a level-triggered fd would then end every
+        // sleep at once. A worker signals only after it was armed, and arming drains what came
+        // before, so no wake-up that matters is lost.
+        lanes.lane(locality, |fd| self.epoll.add(fd, poller::READABLE | poller::EDGE, TOKEN_UCX))
     }
 
     /// The lane of peers on other hosts and in this process, if open.
