@@ -49,6 +49,9 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 /// worker (the peer vanished in the middle of a message).
 const GRAVE_LIMIT: Duration = Duration::from_secs(5);
 
+/// How often a waiting thread looks at buried links and lingering closes while there are any.
+const GRAVE_CHECK: Duration = Duration::from_millis(50);
+
 /// Bounds of a sleep with a stuck worker; it doubles while the worker stays stuck. A worker is
 /// stuck mostly because a peer's receive ring is full (its sends wait in UCX until that peer
 /// reads), and the peer often waits for this very core: the first sleeps are short, so that the
@@ -741,6 +744,12 @@ impl Hub {
                 // A stuck worker does not signal its event fd: look at it again after a while.
                 timeout = Some(timeout.map_or(stuck_sleep, |t| t.min(stuck_sleep)));
                 stuck_sleep = (stuck_sleep * 2).min(STUCK_SLEEP_MAX);
+            }
+            if self.buried.load(Ordering::Acquire) || self.has_lingering.load(Ordering::Acquire) {
+                // Nothing signals when UCX lets go of a buried link, nor when a buried link's or
+                // a lingering close's time is up: the thread that leads (a selector's keeps its
+                // hub to itself) looks again now and then.
+                timeout = Some(timeout.map_or(GRAVE_CHECK, |t| t.min(GRAVE_CHECK)));
             }
             stats::count(Counter::Sleeps);
             self.dispatch_ready(timeout);
