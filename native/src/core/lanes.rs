@@ -548,6 +548,21 @@ impl Lanes {
         }
     }
 
+    /// Whether [`Lanes::lane`] would find the lane for a peer at `locality` without creating a
+    /// UCX worker: it is open, or a kept worker can serve it.
+    pub fn is_open(&self, locality: Locality) -> bool {
+        let spare = |kind: Kind| !SPARE_WORKERS[kind as usize].lock().is_empty();
+        match locality {
+            Locality::Remote | Locality::ThisProcess => self.main.get().is_some() || spare(Kind::Full),
+            Locality::Local(_) if !self.per_process.load(Ordering::Acquire) => self.main.get().is_some() || spare(Kind::Full),
+            Locality::Isolated => self.isolated.get().is_some() || spare(Kind::Isolated),
+            Locality::Local(process) => {
+                let locals = self.locals.lock();
+                locals.iter().any(|l| l.key == Some(process)) || (locals.len() >= MAX_LOCAL_LANES && self.main.get().is_some()) || spare(Kind::Full)
+            }
+        }
+    }
+
     /// The lane for a peer at `locality`, opened if needed; `opened` is told about a new lane's
     /// event fd (the hub adds it to its epoll set).
     pub fn lane(&self, locality: Locality, opened: impl Fn(c_int) -> std::io::Result<()>) -> Result<Arc<Lane>, String> {

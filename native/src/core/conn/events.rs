@@ -112,6 +112,22 @@ impl Conn {
         }
     }
 
+    /// The lane asked for by [`Conn::open_link`] is open (or could not be): the link opens now.
+    pub fn on_lane(&self) {
+        let id = {
+            let mut state = self.lock();
+            if let Some(identity) = state.link_wanted.take().filter(|_| !state.released) {
+                self.open_link(&mut state, identity, false);
+            }
+            self.drive(&mut state);
+            state.id
+        };
+        self.notify_keys();
+        if let Some(hub) = self.hub.get() {
+            hub.wake_conn(id);
+        }
+    }
+
     // --- selectors ----------------------------------------------------------------------------
 
     pub fn add_key(&self, key: &Arc<Key>) {
@@ -180,6 +196,10 @@ impl Events for Conn {
 
     fn on_deadline(&self) {
         Conn::on_deadline(self);
+    }
+
+    fn on_lane(&self) {
+        Conn::on_lane(self);
     }
 
     fn linger_step(&self) -> bool {

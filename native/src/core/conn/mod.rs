@@ -268,7 +268,7 @@ impl Conn {
         let _ = self.hub.set(hub.clone());
         debug!("connection {} bound to hub {} as id {id}", self.serial, hub.serial);
         if let Some(identity) = state.link_wanted.take() {
-            self.open_link(state, identity);
+            self.open_link(state, identity, true);
         }
         self.drive(state);
         Ok(hub.clone())

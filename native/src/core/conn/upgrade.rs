@@ -83,14 +83,25 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
 }
 
 impl Conn {
-    /// Posts the UCX receives on the hub's lane for a peer of `identity`.
-    pub(super) fn open_link(&self, state: &mut State, identity: Identity) {
+    /// Posts the UCX receives on the hub's lane for a peer of `identity`. A lane that needs a new
+    /// UCX worker is opened on a thread of its own when `may_wait` (see [`Hub::open_lane_later`]):
+    /// the negotiation waits for it while the connection's bytes flow over TCP, and
+    /// [`Conn::on_lane`] comes back here.
+    pub(super) fn open_link(&self, state: &mut State, identity: Identity, may_wait: bool) {
         let Some(hub) = self.hub.get().cloned() else {
             state.link_wanted = Some(identity);
             return;
         };
         let s = state.settings;
         let locality = identity::locality(&identity::ours(), &identity);
+        if may_wait && !hub.lane_is_open(locality) {
+            if let Some(me) = self.arc() {
+                if hub.open_lane_later(locality, Arc::<Conn>::downgrade(&me)) {
+                    state.link_wanted = Some(identity);
+                    return;
+                }
+            }
+        }
         let link = hub.lane(locality).and_then(|lane| {
             Link::new(lane, state.id, s.slots, s.slot_len, s.send_buffer).map_err(|e| format!("could not post UCX receives: {e}"))
         });
@@ -176,7 +187,7 @@ impl Conn {
             log::trace!("connection {}: {action:?}", self.serial);
         }
         match action {
-            Action::OpenLink(identity) => self.open_link(state, identity),
+            Action::OpenLink(identity) => self.open_link(state, identity, true),
             Action::Connect(addr) => {
                 let result = match &mut state.link {
                     Some(link) => link.connect(&addr).map_err(|e| e.to_string()),

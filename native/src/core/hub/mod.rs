@@ -79,6 +79,9 @@ pub trait Events: Send + Sync {
     /// A time the channel asked for with `Background::wake_at` (background.rs) has come.
     fn on_deadline(&self) {}
 
+    /// The lane the channel asked for with [`Hub::open_lane_later`] was opened (or failed to).
+    fn on_lane(&self) {}
+
     /// One step of a lingering close ([`Hub::linger`]); true when the channel is done.
     fn linger_step(&self) -> bool {
         true
@@ -245,6 +248,29 @@ impl Hub {
         // sleep at once. A worker signals only after it was armed, and arming drains what came
         // before, so no wake-up that matters is lost.
         lanes.lane(locality, |fd| self.epoll.add(fd, poller::READABLE | poller::EDGE, TOKEN_UCX))
+    }
+
+    /// Whether the lane for a peer at `locality` can be had at once (see [`Lanes::is_open`]).
+    pub fn lane_is_open(&self, locality: Locality) -> bool {
+        self.lanes.as_ref().is_none_or(|lanes| lanes.is_open(locality))
+    }
+
+    /// Opens the lane for a peer at `locality` on a thread of its own, then tells `channel`
+    /// ([`Events::on_lane`]), whether or not the lane could be opened. A new lane creates a UCX
+    /// worker, which takes milliseconds: the thread that asked (a selector's, with other channels
+    /// to serve, or one whose first bytes already flow over TCP) goes on meanwhile. False if no
+    /// thread could be started.
+    pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Weak<dyn Events>) -> bool {
+        let hub = self.clone();
+        let opener = std::thread::Builder::new().name("hadronio-lane".into()).spawn(move || {
+            if let Err(e) = hub.lane(locality) {
+                debug!("opening a lane for a peer at {locality:?}: {e}");
+            }
+            if let Some(channel) = channel.upgrade() {
+                channel.on_lane();
+            }
+        });
+        opener.map_err(|e| debug!("no thread to open a lane: {e}")).is_ok()
     }
 
     /// The lane of peers on other hosts and in this process, if open.
