@@ -11,7 +11,7 @@
 //! connections it delivered events to, and when it leaves it hands the leadership to one of them.
 //! Lock order: leader → connection state → worker → touched list.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -100,9 +100,9 @@ pub trait Events: Send + Sync {
     }
 }
 
-/// The same channel (data pointers compared, as vtables of one type may differ between units).
-fn same(a: &Arc<dyn Events>, b: &Arc<dyn Events>) -> bool {
-    std::ptr::eq(Arc::as_ptr(a) as *const (), Arc::as_ptr(b) as *const ())
+/// What tells channels apart: the data pointer (vtables of one type may differ between units).
+fn identity(channel: &Arc<dyn Events>) -> usize {
+    Arc::as_ptr(channel) as *const () as usize
 }
 
 pub struct Hub {
@@ -128,7 +128,8 @@ pub struct Hub {
     last_dispatch: Mutex<Instant>,
     lingering: Mutex<Vec<Arc<dyn Events>>>,
     has_lingering: AtomicBool,
-    pending: Mutex<Vec<Arc<dyn Events>>>,
+    /// Channels with data to send whatever their threads do, by [`identity`].
+    pending: Mutex<HashMap<usize, Arc<dyn Events>>>,
     /// The background thread has this hub among its adopted ones (or is about to).
     adopted: AtomicBool,
     /// The threads that wait while another one leads.
@@ -263,8 +264,11 @@ impl Hub {
     pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Weak<dyn Events>) -> bool {
         let hub = self.clone();
         let opener = std::thread::Builder::new().name("hadronio-lane".into()).spawn(move || {
-            if let Err(e) = hub.lane(locality) {
-                debug!("opening a lane for a peer at {locality:?}: {e}");
+            // The channel is told in any case: its negotiation waits for the answer.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => debug!("opening a lane for a peer at {locality:?}: {e}"),
+                Err(_) => warn!("opening a lane for a peer at {locality:?} panicked"),
             }
             if let Some(channel) = channel.upgrade() {
                 channel.on_lane();
@@ -802,10 +806,7 @@ impl Hub {
     /// thread steps in only while that thread stays away from `select` (busy in application code
     /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
     pub fn watch_pending(&self, conn: Arc<dyn Events>) {
-        let mut pending = self.pending.lock();
-        if !pending.iter().any(|c| same(c, &conn)) {
-            pending.push(conn);
-        }
+        self.pending.lock().entry(identity(&conn)).or_insert(conn);
     }
 
     /// Records that an application thread progressed this hub (it selects on it, directly or
@@ -857,10 +858,10 @@ impl Hub {
     /// went leave the watch list; the list is not replaced wholesale, because a channel may join
     /// it (or ask again) while the others are looked at, without its own thread coming back.
     pub(super) fn needs_background(&self) -> bool {
-        let watched: Vec<Arc<dyn Events>> = self.pending.lock().clone();
-        let done: Vec<Arc<dyn Events>> = watched.into_iter().filter(|c| !c.has_pending_tx()).collect();
+        let watched: Vec<(usize, Arc<dyn Events>)> = self.pending.lock().iter().map(|(&k, c)| (k, c.clone())).collect();
+        let done: HashSet<usize> = watched.into_iter().filter(|(_, c)| !c.has_pending_tx()).map(|(k, _)| k).collect();
         let mut pending = self.pending.lock();
-        pending.retain(|c| c.wants_watching() || !done.iter().any(|d| same(d, c)));
+        pending.retain(|k, c| c.wants_watching() || !done.contains(k));
         let busy = !pending.is_empty();
         drop(pending);
         busy || !self.lingering.lock().is_empty() || !self.graveyard.lock().is_empty()
