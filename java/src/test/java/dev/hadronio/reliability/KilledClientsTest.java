@@ -106,8 +106,8 @@ public class KilledClientsTest {
     /**
      * {@link #usage} once the server has let go of what the last kills left behind. The UCX
      * resources of a killed peer go in steps: a connection's link waits up to 5 s for UCX to let
-     * go of it, and the rest goes when UCX's keepalive finds the dead peer's endpoints, which it
-     * checks once per {@code UCX_KEEPALIVE_INTERVAL} (20 s); between steps the count stands still.
+     * go of it, and the worker that served the dead process (with its endpoints) goes once the
+     * last of its connections has; between steps the count stands still.
      * So the figures are taken once the descriptor count has not fallen for
      * {@link #SETTLE_STILL_S} s (at least 7 s after the last kill, at most 90 s).
      */
