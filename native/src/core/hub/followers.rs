@@ -6,18 +6,18 @@
 //! What is not one connection's event (a listener's, a nested hub's, the leader leaving) wakes
 //! every follower; followers that name no connection wake on every signal.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::Instant;
 
 use parking_lot::Mutex;
 
-/// A following thread: the connection it waits for (0: any), whether it was woken, and whether
-/// it was woken to take over the leadership.
+/// A following thread: whether it was woken, and whether it was woken to take over the
+/// leadership.
 struct Parker {
     thread: Thread,
-    key: AtomicU32,
     woken: AtomicBool,
     baton: AtomicBool,
 }
@@ -25,7 +25,6 @@ struct Parker {
 thread_local! {
     static PARKER: Arc<Parker> = Arc::new(Parker {
         thread: thread::current(),
-        key: AtomicU32::new(0),
         woken: AtomicBool::new(false),
         baton: AtomicBool::new(false),
     });
@@ -44,7 +43,9 @@ pub(super) struct Followers {
     count: AtomicUsize,
     /// Bumped by every signal: a follower that saw it change since it last looked does not sleep.
     generation: AtomicU64,
-    parked: Mutex<Vec<Arc<Parker>>>,
+    /// The parked threads by the connection they wait for (0: any), so that waking the followers
+    /// of a connection costs the same however many threads share the hub. No list is empty.
+    parked: Mutex<HashMap<u32, Vec<Arc<Parker>>>>,
     /// The connections progress delivered events to since the last signal, and whether something
     /// else happened (only the leader adds to them).
     delivered: Mutex<Vec<u32>>,
@@ -87,7 +88,14 @@ impl Followers {
         let all = self.other.swap(false, Ordering::SeqCst);
         let mut delivered = self.delivered.lock();
         if self.any() {
-            self.wake_where(|key| all || key == 0 || delivered.contains(&key));
+            let parked = self.parked.lock();
+            if all {
+                parked.values().flatten().for_each(|p| p.wake());
+            } else {
+                for key in std::iter::once(&0).chain(delivered.iter()) {
+                    parked.get(key).into_iter().flatten().for_each(|p| p.wake());
+                }
+            }
         }
         delivered.clear();
     }
@@ -97,14 +105,9 @@ impl Followers {
     pub fn wake_key(&self, id: u32) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if self.any() {
-            self.wake_where(|key| key == 0 || key == id);
-        }
-    }
-
-    fn wake_where(&self, wanted: impl Fn(u32) -> bool) {
-        for parker in self.parked.lock().iter() {
-            if wanted(parker.key.load(Ordering::Relaxed)) {
-                parker.wake();
+            let parked = self.parked.lock();
+            for key in [0, id] {
+                parked.get(&key).into_iter().flatten().for_each(|p| p.wake());
             }
         }
     }
@@ -114,7 +117,7 @@ impl Followers {
     pub fn hand_over(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if self.any() {
-            if let Some(next) = self.parked.lock().first() {
+            if let Some(next) = self.parked.lock().values().find_map(|parkers| parkers.first()) {
                 next.baton.store(true, Ordering::SeqCst);
                 next.wake();
             }
@@ -137,9 +140,8 @@ impl Followers {
     /// for connection `key`, 0 for none).
     pub fn follow(&self, key: u32, seen: u64, deadline: Option<Instant>) {
         PARKER.with(|me| {
-            me.key.store(key, Ordering::Relaxed);
             me.woken.store(false, Ordering::SeqCst);
-            self.parked.lock().push(me.clone());
+            self.parked.lock().entry(key).or_default().push(me.clone());
             while !me.woken.load(Ordering::SeqCst) && self.generation() == seen {
                 match deadline {
                     Some(d) => {
@@ -153,8 +155,13 @@ impl Followers {
                 }
             }
             let mut parked = self.parked.lock();
-            if let Some(at) = parked.iter().position(|p| Arc::ptr_eq(p, me)) {
-                parked.swap_remove(at);
+            if let Some(parkers) = parked.get_mut(&key) {
+                if let Some(at) = parkers.iter().position(|p| Arc::ptr_eq(p, me)) {
+                    parkers.swap_remove(at);
+                }
+                if parkers.is_empty() {
+                    parked.remove(&key);
+                }
             }
         });
     }

@@ -264,15 +264,23 @@ impl Hub {
     pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Weak<dyn Events>) -> bool {
         let hub = self.clone();
         let opener = std::thread::Builder::new().name("hadronio-lane".into()).spawn(move || {
-            // The channel is told in any case: its negotiation waits for the answer.
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => debug!("opening a lane for a peer at {locality:?}: {e}"),
-                Err(_) => warn!("opening a lane for a peer at {locality:?} panicked"),
-            }
+            // The channel is told in any case: its negotiation waits for the answer. The lane is
+            // held until then: a lane nobody holds is closed as idle.
+            let lane = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {
+                Ok(Ok(lane)) => Some(lane),
+                Ok(Err(e)) => {
+                    debug!("opening a lane for a peer at {locality:?}: {e}");
+                    None
+                }
+                Err(_) => {
+                    warn!("opening a lane for a peer at {locality:?} panicked");
+                    None
+                }
+            };
             if let Some(channel) = channel.upgrade() {
                 channel.on_lane();
             }
+            drop(lane);
         });
         opener.map_err(|e| debug!("no thread to open a lane: {e}")).is_ok()
     }
