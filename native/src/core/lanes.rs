@@ -629,13 +629,16 @@ impl Lanes {
                 }
             }
         }
-        let mut index = 0;
-        // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs.
-        while let Some(lane) = self.locals.lock().get(index).cloned() {
+        // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs,
+        // which delivers events to connections (their state locks) while a closing connection
+        // holds its state and asks for the list (`connection_gone`). The guard is let go before
+        // the call: in a `while let` scrutinee it would live through the loop body.
+        for index in 0.. {
+            let lane = self.locals.lock().get(index).cloned();
+            let Some(lane) = lane else { return };
             if !f(&lane) {
                 return;
             }
-            index += 1;
         }
     }
 
@@ -667,5 +670,32 @@ impl Lanes {
             self.open.fetch_sub(retired.len(), Ordering::AcqRel);
             debug!("{} idle local lanes closed", retired.len());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lanes() -> Lanes {
+        let tuning = Tuning { slot_len: 16384, spare_workers: 0 };
+        Lanes::new(true, false, tuning, Arc::new(|_, _| {}))
+    }
+
+    #[test]
+    fn the_list_of_lanes_is_free_while_each_visits_them() {
+        let lanes = lanes();
+        for process in [1, 2] {
+            lanes.lane(Locality::Local(process), |_| Ok(())).unwrap();
+        }
+        let mut visited = 0;
+        lanes.each(|_| {
+            visited += 1;
+            // What a closing connection does while a leader delivers events to it.
+            assert!(lanes.locals.try_lock().is_some(), "the list of lanes is locked while a lane is visited");
+            lanes.connection_gone();
+            true
+        });
+        assert_eq!(visited, 2);
     }
 }
