@@ -1,7 +1,8 @@
 //! A hadroNIO server connection whose client is a plain TCP socket (`std::net::TcpStream`): the
 //! connection stays on TCP for good, and a blocking read waits in the kernel's `recv` itself.
 //! Checks that it does (the thread is seen asleep inside `recvmsg`), that `close`, `shutdown_input` and the
-//! peer's end or reset wake it as they should, and that a gathering write arrives whole.
+//! peer's end or reset wake it as they should, and that a gathering write arrives whole. Also a
+//! connection that gave the upgrade up: a reset of its raw stream is a reset, not an end.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -151,4 +152,40 @@ fn a_gathering_write_arrives_whole_and_in_order() {
     client.read_exact(&mut got).unwrap();
     assert_eq!(got, parts.concat());
     server.close();
+}
+
+/// A hadroNIO peer that gave the upgrade up (its side has no UCX: both sides send RAW and go on
+/// raw) and then closes with `SO_LINGER` 0: the reader learns of the reset, as a kernel socket's
+/// reader does, instead of taking it for a clean end of the raw stream.
+#[test]
+fn a_reset_after_the_upgrade_was_given_up_is_a_reset() {
+    use hadronio::core::conn::OPT_SO_LINGER;
+    use hadronio::core::hub::Hub;
+
+    let listener = Listener::open(settings()).unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
+    let addr = listener.local_addr().unwrap().unwrap();
+    let client = Conn::open(settings()).unwrap();
+    assert!(client.connect(&addr, true, None).unwrap());
+    let server = listener.accept(true, None).unwrap().unwrap();
+    listener.close();
+    server.bind_hub(&Hub::new(settings(), false).unwrap()).unwrap();
+    // Round trips until both sides know that the upgrade was given up.
+    for round in 0..100 {
+        let mut byte = [round as u8];
+        client.write(&region(&mut byte), true).unwrap();
+        assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+        server.write(&region(&mut byte), true).unwrap();
+        assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
+        if client.describe().starts_with("tcp") && server.describe().starts_with("tcp") {
+            break;
+        }
+    }
+    assert!(client.describe().starts_with("tcp"), "client: {}", client.describe());
+    server.set_option(OPT_SO_LINGER, 0).unwrap();
+    server.close();
+    let mut buf = [0u8; 16];
+    let error = client.read(&region(&mut buf), true, Some(Duration::from_secs(10))).unwrap_err();
+    assert_eq!(error.status, Status::Reset, "{error}");
+    client.close();
 }

@@ -124,6 +124,8 @@ pub struct RxState {
     pub pass_due: bool,
     /// The peer's TCP stream ended.
     pub eof: bool,
+    /// It ended with a reset, not a FIN: never a clean end, even of a raw stream.
+    pub reset: bool,
 }
 
 /// What a read did.

@@ -65,8 +65,9 @@ impl Conn {
             return End::Open;
         }
         match neg.next() {
-            // A raw stream (never marked, or after RAW) ends with the TCP stream.
-            Next::Raw(_) if !neg.peer_switched() => End::Clean,
+            // A raw stream (never marked, or after RAW) ends with the TCP stream, unless the peer
+            // reset it (as with the kernel's channels, the reader learns of the reset).
+            Next::Raw(_) if !neg.peer_switched() && !state.rx.reset => End::Clean,
             _ => End::Broken,
         }
     }

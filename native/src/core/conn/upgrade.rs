@@ -393,6 +393,7 @@ impl Conn {
         match Self::control_error(state, &e) {
             None => {
                 state.rx.eof = true;
+                state.rx.reset = true;
                 Ok(())
             }
             Some(error) => Err(error),
