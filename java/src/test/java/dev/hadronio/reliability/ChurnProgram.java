@@ -40,7 +40,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * cycles {@code PROGRESS <cycles so far> <footprint>} (not collected), {@code CYCLES <n> <ms>},
  * {@code AFTER <footprint>} (after the measured batch, once the server has closed every connection
  * and the descriptor, mapping and thread counts are back at their starting level or 10 s have passed), and
- * {@code NEWFDS} with the kinds of descriptor whose count changed if there are more than at {@code BEFORE}, and
+ * {@code NEWFDS} and {@code NEWMAPS} with the kinds of descriptor and of mapping whose count changed if there
+ * are more than at {@code BEFORE}, and
  * exits 0. On a wrong byte, a wrong end of stream or an exception it prints {@code FAILED ...} and
  * exits 1; if no cycle completes for {@link #STUCK_SECONDS} it prints {@code STUCK} and every thread's
  * stack and exits 2.
@@ -143,6 +144,7 @@ public final class ChurnProgram {
         }
         Footprint before = Footprint.measure(true);
         Map<String, Integer> descriptorsBefore = Footprint.descriptorKinds();
+        Map<String, Integer> mappingsBefore = Footprint.mappingKinds();
         System.out.println("WARMUP " + warmup);
         System.out.println("BEFORE " + before.encode());
         System.out.flush();
@@ -171,6 +173,9 @@ public final class ChurnProgram {
         System.out.println("AFTER " + after.encode());
         if (after.fds > before.fds) {
             System.out.println("NEWFDS " + Footprint.descriptorChange(descriptorsBefore, Footprint.descriptorKinds()));
+        }
+        if (after.mappings > before.mappings) {
+            System.out.println("NEWMAPS " + Footprint.descriptorChange(mappingsBefore, Footprint.mappingKinds()));
         }
         System.out.flush();
         server.close();

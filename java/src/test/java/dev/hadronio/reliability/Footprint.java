@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
@@ -22,18 +23,25 @@ import java.util.TreeMap;
  * the serial collector that the measuring child JVMs use) and unreachable channels have been collected.
  *
  * <p>{@link #encode()} and {@link #parse(String)} carry a snapshot from a child JVM to the test in one
- * line: {@code fds=12 maps=410 rssKiB=180224 heapKiB=1830 threads=17}.
+ * line: {@code fds=12 maps=410 ucxMaps=24 rssKiB=180224 heapKiB=1830 threads=17} ({@code ucxMaps}: the
+ * mappings of UCX shared-memory segments, counted among {@code maps} too).
  */
 public final class Footprint {
+    /** What the paths of UCX's shared-memory segments contain ({@code /dev/shm/ucx_shm_posix_...}). */
+    static final String UCX_SEGMENT = "/ucx_shm_";
+
     public final int fds;
     public final int mappings;
+    /** Mappings of UCX shared-memory segments (a worker's own, and its peers' that its endpoints reach). */
+    public final int ucxMappings;
     public final long rssKiB;
     public final long heapKiB;
     public final int threads;
 
-    private Footprint(int fds, int mappings, long rssKiB, long heapKiB, int threads) {
+    private Footprint(int fds, int mappings, int ucxMappings, long rssKiB, long heapKiB, int threads) {
         this.fds = fds;
         this.mappings = mappings;
+        this.ucxMappings = ucxMappings;
         this.rssKiB = rssKiB;
         this.heapKiB = heapKiB;
         this.threads = threads;
@@ -47,7 +55,9 @@ public final class Footprint {
         }
         MemoryUsage heap = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage();
         Map<String, Long> status = status();
-        return new Footprint(openFileDescriptors(), mappings(), status.getOrDefault("VmRSS", -1L), heap.getUsed() / 1024,
+        List<String> maps = maps();
+        int ucx = (int) maps.stream().filter(line -> line.contains(UCX_SEGMENT)).count();
+        return new Footprint(openFileDescriptors(), maps.size(), ucx, status.getOrDefault("VmRSS", -1L), heap.getUsed() / 1024,
                 status.getOrDefault("Threads", -1L).intValue());
     }
 
@@ -95,7 +105,26 @@ public final class Footprint {
         return kinds;
     }
 
-    /** Kinds whose count differs between two {@link #descriptorKinds()}: {@code kind before->after}. */
+    /**
+     * Memory mappings by kind: the mapped file with what tells one from another left out
+     * ({@code /dev/shm/ucx_shm_posix_* (deleted)}, a library's path), or {@code [anon <perms>]}.
+     */
+    public static Map<String, Integer> mappingKinds() {
+        Map<String, Integer> kinds = new TreeMap<>();
+        for (String line : maps()) {
+            String[] fields = line.trim().split("\\s+", 6);
+            String kind = fields.length > 5
+                    ? fields[5].replaceAll("[0-9a-f]{6,}", "*").replaceFirst("^/proc/\\d+/", "/proc/*/")
+                    : "[anon " + fields[1] + "]";
+            kinds.merge(kind, 1, Integer::sum);
+        }
+        return kinds;
+    }
+
+    /**
+     * Kinds whose count differs between two {@link #descriptorKinds()} or two
+     * {@link #mappingKinds()}: {@code kind before->after}.
+     */
     public static String descriptorChange(Map<String, Integer> before, Map<String, Integer> after) {
         Map<String, Integer> all = new TreeMap<>(before);
         after.keySet().forEach(kind -> all.putIfAbsent(kind, 0));
@@ -112,8 +141,13 @@ public final class Footprint {
 
     /** Number of lines in {@code /proc/self/maps}. */
     public static int mappings() {
+        return maps().size();
+    }
+
+    /** The lines of {@code /proc/self/maps}. */
+    private static List<String> maps() {
         try {
-            return Files.readAllLines(Paths.get("/proc/self/maps"), StandardCharsets.US_ASCII).size();
+            return Files.readAllLines(Paths.get("/proc/self/maps"), StandardCharsets.US_ASCII);
         } catch (IOException e) {
             throw new IllegalStateException("cannot read /proc/self/maps", e);
         }
@@ -141,8 +175,8 @@ public final class Footprint {
 
     /** One line, as {@link #parse(String)} reads it. */
     public String encode() {
-        return String.format(Locale.ROOT, "fds=%d maps=%d rssKiB=%d heapKiB=%d threads=%d", fds, mappings, rssKiB,
-                heapKiB, threads);
+        return String.format(Locale.ROOT, "fds=%d maps=%d ucxMaps=%d rssKiB=%d heapKiB=%d threads=%d", fds, mappings,
+                ucxMappings, rssKiB, heapKiB, threads);
     }
 
     /** The snapshot {@link #encode()} wrote. */
@@ -154,13 +188,13 @@ public final class Footprint {
                 values.put(word.substring(0, equals), Long.parseLong(word.substring(equals + 1)));
             }
         }
-        for (String key : new String[] {"fds", "maps", "rssKiB", "heapKiB", "threads"}) {
+        for (String key : new String[] {"fds", "maps", "ucxMaps", "rssKiB", "heapKiB", "threads"}) {
             if (!values.containsKey(key)) {
                 throw new IllegalArgumentException("no " + key + " in footprint '" + text + "'");
             }
         }
-        return new Footprint(values.get("fds").intValue(), values.get("maps").intValue(), values.get("rssKiB"),
-                values.get("heapKiB"), values.get("threads").intValue());
+        return new Footprint(values.get("fds").intValue(), values.get("maps").intValue(), values.get("ucxMaps").intValue(),
+                values.get("rssKiB"), values.get("heapKiB"), values.get("threads").intValue());
     }
 
     @Override
