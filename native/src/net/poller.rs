@@ -82,7 +82,9 @@ impl Epoll {
                 let n = unsafe {
                     libc::syscall(libc::SYS_epoll_pwait2, self.as_raw_fd(), raw.as_mut_ptr(), capacity, &spec as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
                 } as i32;
-                if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+                // ENOSYS before Linux 5.11; EPERM from a container's seccomp filter that does not
+                // know the call yet.
+                if n < 0 && matches!(io::Error::last_os_error().raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
                     PRECISE.store(false, Ordering::Relaxed);
                     return self.wait(out, timeout);
                 }
@@ -113,7 +115,8 @@ impl Epoll {
     }
 }
 
-/// Whether the kernel takes timeouts in nanoseconds (`epoll_pwait2`); cleared at the first ENOSYS.
+/// Whether the kernel takes timeouts in nanoseconds (`epoll_pwait2`); cleared when the call is
+/// refused.
 static PRECISE: AtomicBool = AtomicBool::new(true);
 
 /// A non-blocking eventfd used as a wake-up signal.

@@ -101,7 +101,7 @@ pub trait Events: Send + Sync {
 }
 
 /// What tells channels apart: the data pointer (vtables of one type may differ between units).
-fn identity(channel: &Arc<dyn Events>) -> usize {
+fn channel_key(channel: &Arc<dyn Events>) -> usize {
     Arc::as_ptr(channel) as *const () as usize
 }
 
@@ -128,7 +128,7 @@ pub struct Hub {
     last_dispatch: Mutex<Instant>,
     lingering: Mutex<Vec<Arc<dyn Events>>>,
     has_lingering: AtomicBool,
-    /// Channels with data to send whatever their threads do, by [`identity`].
+    /// Channels with data to send whatever their threads do, by [`channel_key`].
     pending: Mutex<HashMap<usize, Arc<dyn Events>>>,
     /// The background thread has this hub among its adopted ones (or is about to).
     adopted: AtomicBool,
@@ -814,7 +814,7 @@ impl Hub {
     /// thread steps in only while that thread stays away from `select` (busy in application code
     /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
     pub fn watch_pending(&self, conn: Arc<dyn Events>) {
-        self.pending.lock().entry(identity(&conn)).or_insert(conn);
+        self.pending.lock().entry(channel_key(&conn)).or_insert(conn);
     }
 
     /// Records that an application thread progressed this hub (it selects on it, directly or
