@@ -78,7 +78,7 @@ impl Epoll {
                 let spec = libc::timespec { tv_sec: t.as_secs().min(i32::MAX as u64) as libc::time_t, tv_nsec: t.subsec_nanos() as libc::c_long };
                 // SAFETY: `raw` has room for `capacity` events, `spec` lives through the call and
                 // a null signal mask leaves the thread's mask as it is. Called through `syscall`:
-                // glibc has a wrapper only from 2.35 on, older than the jar's floor.
+                // glibc has a wrapper only from 2.35 on, newer than the jar's floor (2.34).
                 let n = unsafe {
                     libc::syscall(libc::SYS_epoll_pwait2, self.as_raw_fd(), raw.as_mut_ptr(), capacity, &spec as *const libc::timespec, std::ptr::null::<libc::sigset_t>(), 0usize)
                 } as i32;
