@@ -1,7 +1,7 @@
 //! A worker being destroyed says goodbye: its peers close their endpoints to it. Spare workers
 //! are off in this process, so every closed blocking connection destroys its worker.
 
-mod workers_common;
+mod common;
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use hadronio::config::settings;
 use hadronio::config::Settings;
 use hadronio::core::hub::Hub;
 use hadronio::core::listener::Listener;
-use workers_common::{close_pair, connected_to};
+use common::{close_pair, connected_to};
 
 #[test]
 fn endpoints_to_departed_workers_are_closed() {

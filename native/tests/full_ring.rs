@@ -7,7 +7,7 @@
 //! on it returned at once and looked again, over and over, taking a core from the peer that has
 //! to read (netty echo with hundreds of connections ran at a third of its speed).
 
-mod workers_common;
+mod common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::hub::Hub;
-use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
 use hadronio::core::readiness::OP_READ;
 use hadronio::core::selector::{Selector, Target};
-use workers_common::upgrade;
+use common::{region, upgrade};
 
 /// Connections whose server ends nobody reads: with every client's slots full of messages in
 /// flight (32 each, by default) they are more than the peer's ring holds (128).
@@ -31,10 +30,6 @@ fn thread_cpu() -> Duration {
     // SAFETY: writes one timespec into a live local.
     assert_eq!(unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) }, 0);
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-fn region(buffer: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buffer.as_mut_ptr() as usize, len: buffer.len() }]
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! End-to-end through the core, without a JVM: a listener and two connections on one host over
 //! real UCX (shared memory), blocking mode, checking bytes, order, end of stream and the path.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread;
@@ -8,23 +10,8 @@ use std::thread;
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
-use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
-
-fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
-}
-
-fn connected_pair() -> (Arc<Conn>, Arc<Conn>) {
-    let listener = Listener::open(settings()).unwrap();
-    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
-    let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open(settings()).unwrap();
-    assert!(client.connect(&addr, true, None).unwrap());
-    let server = listener.accept(true, None).unwrap().unwrap();
-    listener.close();
-    (client, server)
-}
+use common::{connected_pair, region};
 
 /// A connected pair after round trips until both sides switched to UCX (the upgrade takes a few
 /// round trips: offer, marks, greeting, probe).

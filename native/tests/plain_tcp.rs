@@ -4,6 +4,8 @@
 //! peer's end or reset wake it as they should, and that a gathering write arrives whole. Also a
 //! connection that gave the upgrade up: a reset of its raw stream is a reset, not an end.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::{mpsc, Arc};
@@ -15,10 +17,7 @@ use hadronio::core::conn::Conn;
 use hadronio::core::error::{Result, Status};
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
-
-fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
-}
+use common::{connected_pair, region};
 
 /// A plain client and the hadroNIO server connection it reached, after one byte went each way
 /// (the byte makes the server decide that the client is plain).
@@ -162,13 +161,7 @@ fn a_reset_after_the_upgrade_was_given_up_is_a_reset() {
     use hadronio::core::conn::OPT_SO_LINGER;
     use hadronio::core::hub::Hub;
 
-    let listener = Listener::open(settings()).unwrap();
-    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
-    let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open(settings()).unwrap();
-    assert!(client.connect(&addr, true, None).unwrap());
-    let server = listener.accept(true, None).unwrap().unwrap();
-    listener.close();
+    let (client, server) = connected_pair();
     server.bind_hub(&Hub::new(settings(), false).unwrap()).unwrap();
     // Round trips until both sides know that the upgrade was given up.
     for round in 0..100 {

@@ -4,6 +4,8 @@
 //! holder leaves, and a close from another thread wakes the thread blocked on that connection.
 //! (A process of its own: the setting is process-wide.)
 
+mod common;
+
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Once};
@@ -13,8 +15,8 @@ use std::time::Duration;
 use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
-use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
+use common::region;
 
 const WORKERS: usize = 2;
 
@@ -23,10 +25,6 @@ fn setup() {
     ONCE.call_once(|| {
         assert!(Settings::install(Settings { blocking_workers: WORKERS, ..Settings::default() }));
     });
-}
-
-fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
 }
 
 fn read_exactly(conn: &Conn, buf: &mut [u8]) {

@@ -1,12 +1,12 @@
 //! A closed blocking connection's worker is kept and taken by the next one, which then reuses
 //! the peer's endpoint as well.
 
-mod workers_common;
+mod common;
 
 use hadronio::config::settings;
 use hadronio::core::hub::Hub;
 use hadronio::core::listener::Listener;
-use workers_common::{close_pair, connected_to};
+use common::{close_pair, connected_to};
 
 #[test]
 fn closed_channels_workers_are_reused() {

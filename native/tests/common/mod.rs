@@ -1,8 +1,10 @@
-//! Shared by the worker lifetime tests (each runs in a process of its own: they depend on the
-//! process-wide settings and spare workers).
+//! Shared by the integration tests that run connections through the core. (Each test file runs in
+//! a process of its own, which the worker lifetime tests need: they depend on the process-wide
+//! settings and spare workers.)
 
 #![allow(dead_code)]
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hadronio::config::settings;
@@ -12,17 +14,34 @@ use hadronio::core::hub::Hub;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
 
-fn region(buf: &mut [u8]) -> [Region; 1] {
+/// The one region of `buf`, as reads and writes take it.
+pub fn region(buf: &mut [u8]) -> [Region; 1] {
     [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+}
+
+/// A fresh client connected in blocking mode to `listener`, and the server side it accepted.
+fn accepted(listener: &Listener) -> (Arc<Conn>, Arc<Conn>) {
+    let addr = listener.local_addr().unwrap().unwrap();
+    let client = Conn::open(settings()).unwrap();
+    assert!(client.connect(&addr, true, None).unwrap());
+    let server = listener.accept(true, None).unwrap().unwrap();
+    (client, server)
+}
+
+/// A client and server connection through a listener on loopback that is closed again, before
+/// any byte went (neither side has chosen its path yet).
+pub fn connected_pair() -> (Arc<Conn>, Arc<Conn>) {
+    let listener = Listener::open(settings()).unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
+    let pair = accepted(&listener);
+    listener.close();
+    pair
 }
 
 /// A blocking connection from a fresh client to `listener` whose server side is bound to `hub`,
 /// after round trips until both sides have switched to UCX.
 pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn>, Arc<Conn>) {
-    let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open(settings()).unwrap();
-    assert!(client.connect(&addr, true, None).unwrap());
-    let server = listener.accept(true, None).unwrap().unwrap();
+    let (client, server) = accepted(listener);
     server.bind_hub(hub).unwrap();
     upgrade(&client, &server, round);
     (client, server)
