@@ -172,10 +172,10 @@ public final class ChurnProgram {
         System.out.println("CYCLES " + cycles + " " + millis);
         System.out.println("AFTER " + after.encode());
         if (after.fds > before.fds) {
-            System.out.println("NEWFDS " + Footprint.descriptorChange(descriptorsBefore, Footprint.descriptorKinds()));
+            System.out.println("NEWFDS " + Footprint.kindChange(descriptorsBefore, Footprint.descriptorKinds()));
         }
         if (after.mappings > before.mappings) {
-            System.out.println("NEWMAPS " + Footprint.descriptorChange(mappingsBefore, Footprint.mappingKinds()));
+            System.out.println("NEWMAPS " + Footprint.kindChange(mappingsBefore, Footprint.mappingKinds()));
         }
         System.out.flush();
         server.close();

@@ -125,7 +125,7 @@ public final class Footprint {
      * Kinds whose count differs between two {@link #descriptorKinds()} or two
      * {@link #mappingKinds()}: {@code kind before->after}.
      */
-    public static String descriptorChange(Map<String, Integer> before, Map<String, Integer> after) {
+    public static String kindChange(Map<String, Integer> before, Map<String, Integer> after) {
         Map<String, Integer> all = new TreeMap<>(before);
         after.keySet().forEach(kind -> all.putIfAbsent(kind, 0));
         StringBuilder change = new StringBuilder();
