@@ -71,6 +71,15 @@ impl Endpoint {
         padded.resize(remote.len() + ADDRESS_PADDING, 0);
         let on_error: Box<Arc<ErrorHandler>> = Box::new(on_error);
         let lock = worker.lock();
+        // A worker of this process stays alive while an endpoint to it is created (see
+        // `Registry`); one that is gone is not reached at all.
+        let registry = super::worker::REGISTRY.lock();
+        if registry.is_gone(remote) {
+            const UNREACHABLE: Status = Status(-6);
+            debug!("not connecting to a UCX worker of this process that is gone");
+            return Err(UcxError { call: "connecting to a UCX worker of this process that is gone", status: UNREACHABLE });
+        }
+        let _alive = registry.is_live(remote).then_some(registry);
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_ep_params_t = unsafe { std::mem::zeroed() };
         params.field_mask = (sys::ucp_ep_params_field::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS

@@ -1,8 +1,9 @@
 //! The UCX worker: its lock, progress, event fd, tagged receives and active-message handlers.
 
+use std::collections::{HashSet, VecDeque};
 use std::os::raw::{c_int, c_void};
 use std::ptr;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
@@ -14,6 +15,38 @@ use super::completion::{self, Completion};
 use super::request::recv_cb;
 use super::{check, decode_ptr, Context, PtrStatus, Request, Result, Status, UcxError};
 use crate::stats::{self, Counter};
+
+/// The addresses of this process's workers: the live ones, and the last ones destroyed.
+///
+/// UCX's shared-memory transport names a worker's receive ring by process id and descriptor
+/// number, and an endpoint maps the ring when it is created. A ring created after a worker's end
+/// may take the same descriptor number, so an endpoint created later from the dead worker's
+/// address would write into a stranger's ring (a worker whose ring is written while UCX sets it
+/// up is never done being created). Endpoints to workers of this process are therefore created
+/// only while the worker lives, checked under this lock, which a worker leaves before it is
+/// destroyed.
+pub(super) struct Registry {
+    live: HashSet<Vec<u8>>,
+    gone: VecDeque<Vec<u8>>,
+}
+
+/// How many addresses of destroyed workers [`Registry`] remembers.
+const GONE_KEPT: usize = 1024;
+
+pub(super) static REGISTRY: LazyLock<Mutex<Registry>> =
+    LazyLock::new(|| Mutex::new(Registry { live: HashSet::new(), gone: VecDeque::new() }));
+
+impl Registry {
+    /// Whether `address` is that of a worker of this process that was destroyed.
+    pub(super) fn is_gone(&self, address: &[u8]) -> bool {
+        !self.live.contains(address) && self.gone.iter().any(|a| a.as_slice() == address)
+    }
+
+    /// Whether `address` is that of a live worker of this process.
+    pub(super) fn is_live(&self, address: &[u8]) -> bool {
+        self.live.contains(address)
+    }
+}
 
 /// Owner of a `ucp_worker_h` and its event fd.
 pub struct Worker {
@@ -79,6 +112,7 @@ impl Worker {
         worker.address = unsafe { std::slice::from_raw_parts(address as *const u8, length) }.to_vec();
         // SAFETY: releases the address obtained above exactly once.
         unsafe { sys::ucp_worker_release_address(handle, address) };
+        REGISTRY.lock().live.insert(worker.address.clone());
         Ok(Arc::new(worker))
     }
 
@@ -290,6 +324,16 @@ impl Drop for Worker {
     fn drop(&mut self) {
         debug!("destroying a UCX worker");
         stats::count(Counter::WorkersDestroyed);
+        {
+            // Before the worker goes: no endpoint of this process is created to it from now on.
+            let mut registry = REGISTRY.lock();
+            if registry.live.remove(&self.address) {
+                if registry.gone.len() == GONE_KEPT {
+                    registry.gone.pop_front();
+                }
+                registry.gone.push_back(std::mem::take(&mut self.address));
+            }
+        }
         // SAFETY: every endpoint holds an `Arc<Worker>`, so none is left; no other thread can hold
         // the lock of a worker that is being dropped.
         unsafe { sys::ucp_worker_destroy(self.handle) };
