@@ -139,11 +139,6 @@ public final class Footprint {
         return change.toString();
     }
 
-    /** Number of lines in {@code /proc/self/maps}. */
-    public static int mappings() {
-        return maps().size();
-    }
-
     /** The lines of {@code /proc/self/maps}. */
     private static List<String> maps() {
         try {
