@@ -4,6 +4,8 @@ import dev.hadronio.internal.Native;
 import java.io.IOException;
 import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.nio.channels.ClosedChannelException;
 
@@ -49,12 +51,26 @@ final class NativeHandle {
         }
     }
 
+    /** Set in {@link #state} once retired; the bits below count the threads inside a call. */
+    private static final int RETIRED = 1 << 31;
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(NativeHandle.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final Leak leak;
     private final Cleaner.Cleanable cleanable;
-    /** Threads inside a native call with the handle; guarded by {@code this}. */
-    private int borrowers;
-    /** Set by {@link #retire()}; guarded by {@code this}. */
-    private boolean retired;
+    /**
+     * {@link #RETIRED} and the number of borrowers, changed atomically: one atomic instruction to
+     * enter and one to leave, since every read and write of a channel passes here.
+     */
+    @SuppressWarnings("unused")
+    private volatile int state;
 
     private NativeHandle(Object owner, int kind, String description, long value) {
         this.leak = new Leak(kind, description, value);
@@ -92,18 +108,24 @@ final class NativeHandle {
      * Starts a native call: the handle returned stays valid until {@link #leave()}, even if it is
      * retired meanwhile.
      */
-    synchronized long enter() throws ClosedChannelException {
-        if (retired) {
-            throw new ClosedChannelException();
+    long enter() throws ClosedChannelException {
+        int current = (int) STATE.getVolatile(this);
+        while (true) {
+            if ((current & RETIRED) != 0) {
+                throw new ClosedChannelException();
+            }
+            int witness = (int) STATE.compareAndExchange(this, current, current + 1);
+            if (witness == current) {
+                return leak.value;
+            }
+            current = witness;
         }
-        borrowers++;
-        return leak.value;
     }
 
     /** Ends a call started by {@link #enter()}; the last one out of a retired handle destroys it. */
-    synchronized void leave() {
-        borrowers--;
-        if (borrowers == 0 && retired) {
+    void leave() {
+        int before = (int) STATE.getAndAdd(this, -1);
+        if (before == (RETIRED | 1)) {
             release();
         }
     }
@@ -112,9 +134,9 @@ final class NativeHandle {
      * No new calls from now on: destroys the handle now if no call is running, else when the last
      * one leaves. The owner closes the native object first (which ends blocked calls).
      */
-    synchronized void retire() {
-        retired = true;
-        if (borrowers == 0) {
+    void retire() {
+        int before = (int) STATE.getAndBitwiseOr(this, RETIRED);
+        if (before == 0) {
             release();
         }
     }
