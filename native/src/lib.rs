@@ -32,6 +32,10 @@ pub fn initialize() {
             .try_init();
         ucx::disable_signal_handlers();
         ucx::logging::route_to_logger();
+        // SAFETY: registers a function without arguments that catches its own panics.
+        if unsafe { libc::atexit(end_connections_at_exit) } != 0 {
+            log::warn!("cannot register the end of connections at exit: a peer of a JVM that exits without closing its connections reads a reset");
+        }
         match ucx::check_runtime_version() {
             Ok((major, minor, release)) => {
                 log::debug!("hadroNIO {} loaded UCX {major}.{minor}.{release}", env!("CARGO_PKG_VERSION"));
@@ -43,6 +47,12 @@ pub fn initialize() {
             }
         }
     });
+}
+
+/// Run by the C library as the process exits (after the JVM's shutdown hooks): ends open
+/// connections as the kernel ends the process's sockets (see `core::conn::end_all`).
+extern "C" fn end_connections_at_exit() {
+    let _ = std::panic::catch_unwind(core::conn::end_all);
 }
 
 /// Called by the JVM when the library is loaded: returns the JNI version the library needs.

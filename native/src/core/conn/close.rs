@@ -208,15 +208,9 @@ impl Conn {
             return;
         }
         state.released = true;
-        // Unread application data makes the close abortive, as with the kernel. Control frames do
-        // not count (the last read took them); raw bytes and DATA bytes do.
-        let neg = state.neg.as_ref();
-        let raw = neg.is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
-        let unread = neg.is_some_and(Negotiation::data_pending)
-            || !state.rx.inbox.is_empty()
-            || state.link.as_ref().is_some_and(|l| l.readable())
-            || (raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0));
-        let hadronio = neg.is_some_and(Negotiation::peer_may_send_control);
+        // Unread application data makes the close abortive, as with the kernel.
+        let unread = Self::unread(state);
+        let hadronio = state.neg.as_ref().is_some_and(Negotiation::peer_may_send_control);
         if let Some(hub) = self.hub.get() {
             hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
         }
@@ -247,6 +241,17 @@ impl Conn {
             }
         }
         debug!("connection {} released", self.serial);
+    }
+
+    /// Whether application data arrived that nobody read. Control frames do not count (the last
+    /// read took them); raw bytes and DATA bytes do.
+    pub(super) fn unread(state: &State) -> bool {
+        let neg = state.neg.as_ref();
+        let raw = neg.is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
+        neg.is_some_and(Negotiation::data_pending)
+            || !state.rx.inbox.is_empty()
+            || state.link.as_ref().is_some_and(|l| l.readable())
+            || (raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0))
     }
 
     /// Wakes reads that wait in `recv` on the socket ([`Conn::read`] on a plain connection):

@@ -18,15 +18,18 @@
 //!
 //! Files: this one holds the state, opening, binding and connecting; `upgrade.rs` what the
 //! negotiation asks for, `events.rs` the hub's events and the selection keys, `read.rs`,
-//! `write.rs` and `close.rs` the NIO operations, `options.rs` socket options.
+//! `write.rs` and `close.rs` the NIO operations, `options.rs` socket options, `exit.rs` the end
+//! of the process.
 
 mod close;
 mod events;
+mod exit;
 mod options;
 mod read;
 mod upgrade;
 mod write;
 
+pub use exit::end_all;
 pub use options::{get_socket_option, set_socket_option, OPT_IP_TOS, OPT_SO_KEEPALIVE, OPT_SO_LINGER, OPT_SO_RCVBUF, OPT_SO_REUSEADDR, OPT_SO_SNDBUF, OPT_TCP_NODELAY};
 
 use std::net::SocketAddr;
@@ -108,8 +111,8 @@ struct State {
     linger_deadline: Option<Instant>,
     linger_seconds: Option<i32>,
     released: bool,
-    /// When the write path last looked at the control socket.
-    tcp_checked: Instant,
+    /// When the write path last looked at the control socket (on the coarse clock).
+    tcp_checked: Duration,
     /// The application's `SO_KEEPALIVE` once the connection's own liveness timers own the
     /// kernel's keepalive (see `watch_liveness`); `None` before.
     user_keepalive: Option<bool>,
@@ -140,7 +143,7 @@ pub struct Conn {
 impl Conn {
     fn with_state(state: State) -> Arc<Conn> {
         let spin_ns = state.settings.spin_ns;
-        Arc::new_cyclic(|weak| Conn {
+        let conn = Arc::new_cyclic(|weak| Conn {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
             kernel_spin: Governor::new(spin_ns),
             state: Mutex::new(state),
@@ -150,7 +153,9 @@ impl Conn {
             keys: Mutex::default(),
             key_count: AtomicUsize::new(0),
             weak: weak.clone(),
-        })
+        });
+        exit::track(&conn);
+        conn
     }
 
     fn new_state(settings: &'static Settings, socket: Socket, role: Role, phase: Phase) -> State {
@@ -178,7 +183,7 @@ impl Conn {
             linger_deadline: None,
             linger_seconds: None,
             released: false,
-            tcp_checked: Instant::now(),
+            tcp_checked: write::coarse_now(),
             user_keepalive: None,
             user_nodelay: None,
             deadline_asked: None,
