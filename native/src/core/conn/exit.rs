@@ -77,13 +77,16 @@ impl Conn {
             return false;
         }
         if let Some(link) = &mut state.link {
-            if let Some(lock) = link.lane().worker.try_lock() {
+            // Only with the worker free: a thread that holds it is not waited for either.
+            let worker = link.lane().worker.clone();
+            if let Some(lock) = worker.try_lock() {
                 lock.progress();
-            }
-            if let Err(e) = link.flush() {
-                self.set_fatal(&mut state, e);
-                return false;
-            }
+                if let Err(e) = link.flush() {
+                    drop(lock);
+                    self.set_fatal(&mut state, e);
+                    return false;
+                }
+            };
         }
         self.progress_stream(&mut state);
         self.pending_tx(&state)
