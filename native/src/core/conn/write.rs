@@ -16,7 +16,8 @@ use crate::stats::{self, Counter};
 
 use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
 
-/// How often the write path looks at the control socket for a peer's close.
+/// How often the write path looks at the control socket for a peer's close, at most: it reads the
+/// time on the coarse clock, so the interval it sees is also at least one of that clock's ticks.
 const TCP_CHECK_INTERVAL: Duration = Duration::from_millis(1);
 
 /// The time on the kernel's coarse monotonic clock (ticks of 1-10 ms): the write path asks for it

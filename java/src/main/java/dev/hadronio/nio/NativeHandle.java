@@ -69,7 +69,6 @@ final class NativeHandle {
      * {@link #RETIRED} and the number of borrowers, changed atomically: one atomic instruction to
      * enter and one to leave, since every read and write of a channel passes here.
      */
-    @SuppressWarnings("unused")
     private volatile int state;
 
     private NativeHandle(Object owner, int kind, String description, long value) {

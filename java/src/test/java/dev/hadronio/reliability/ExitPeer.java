@@ -16,9 +16,10 @@ import java.nio.channels.SocketChannel;
  * </pre>
  *
  * Writes {@code bytes} bytes of {@link ExitTest#pattern} (blocking writes, or non-blocking ones
- * driven by a selector; on hadroNIO, after the first MiB, once the connection runs over UCX), prints {@code PATH <transport>} (the channel's path, {@code jdk} on the
- * JDK's provider) and {@code WRITTEN <bytes>}, then calls {@code System.exit(0)} or returns from
- * {@code main}, the channel still open.
+ * driven by a selector; on hadroNIO, after the first MiB, once the connection runs over UCX),
+ * prints {@code PATH <transport>} (the channel's path, {@code jdk} on the JDK's provider) and
+ * {@code WRITTEN <bytes>}, then calls {@code System.exit(0)} or returns from {@code main}, the
+ * channel still open.
  */
 public final class ExitPeer {
     private ExitPeer() {
