@@ -41,18 +41,27 @@ public final class ExitPeer {
         boolean waited = !(channel instanceof HadronioSocketChannel);
         while (written < total) {
             if (!waited && written >= (1 << 20)) {
-                // The rest goes over UCX: the upgrade completes in the background within moments.
+                // The rest goes over UCX. The upgrade's probe round trip makes progress while the
+                // application uses the connection: a selector selects, a blocking client looks
+                // for input without waiting (the reader sends nothing).
                 waited = true;
+                ByteBuffer nothing = ByteBuffer.allocate(1);
+                if (!selector) {
+                    channel.configureBlocking(false);
+                }
                 long deadline = System.nanoTime() + 10_000_000_000L;
                 while (!((HadronioSocketChannel) channel).transportDescription().startsWith("ucx")
                         && System.nanoTime() < deadline) {
                     if (selector) {
-                        // A selector's connection makes progress while its selector selects.
                         writable.select(1);
                         writable.selectedKeys().clear();
                     } else {
+                        channel.read(nothing);
                         Thread.sleep(1);
                     }
+                }
+                if (!selector) {
+                    channel.configureBlocking(true);
                 }
             }
             // Pieces of varying length: small ones go through staging, large ones straight.
