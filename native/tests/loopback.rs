@@ -6,18 +6,19 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread;
+use std::time::Instant;
 
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
-use common::{connected_pair, region};
+use common::{connected_pair, region, UPGRADE_WAIT};
 
-/// A connected pair after round trips until both sides switched to UCX (the upgrade takes a few
-/// round trips: offer, marks, greeting, probe).
+/// A connected pair after round trips until both sides switched to UCX (see [`UPGRADE_WAIT`]).
 fn upgraded_pair() -> (Arc<Conn>, Arc<Conn>) {
     let (client, server) = connected_pair();
-    for _ in 0..1000 {
+    let deadline = Instant::now() + UPGRADE_WAIT;
+    while Instant::now() < deadline {
         let mut byte = [1u8];
         assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
         assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);

@@ -10,6 +10,14 @@
 //! in other namespaces (containers), which shared memory does not reach, share a lane of a
 //! context without shared-memory transports; peers on other hosts and this process share the
 //! main lane. Lanes open when a connection first needs them.
+//!
+//! A new worker takes milliseconds (shared-memory segments, an interface per transport), and the
+//! process's first one tens of milliseconds more (the UCX context: transport modules, devices).
+//! So a worker is made ahead of need on the `hadronio-lanes` thread ([`warm`]) when the library
+//! starts and when a selector's hub is created while none is kept: opening a selector does not
+//! wait for UCX, nor does the first upgrade. A later lane that finds no kept worker opens on that
+//! thread too ([`later`]) while the connection's bytes flow over TCP, and a selector's thread
+//! serves its other channels meanwhile.
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -18,7 +26,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::identity::Locality;
 use super::protocol;
@@ -60,12 +68,44 @@ pub fn context(kind: Kind, slot_len: u32) -> Result<&'static Arc<Context>, Strin
         .map_err(Clone::clone)
 }
 
+/// Whether a UCX context of `kind` may work: true unless creating it failed (it may not exist
+/// yet).
+pub fn usable(kind: Kind) -> bool {
+    CONTEXTS[kind as usize].get().is_none_or(Result::is_ok)
+}
+
+/// Workers being created now (see [`settle`]).
+static MAKING: AtomicUsize = AtomicUsize::new(0);
+
+/// A new worker of `kind` (creating the context first if need be).
+fn make_worker(kind: Kind, slot_len: u32) -> Result<Arc<Worker>, String> {
+    struct Making;
+    impl Drop for Making {
+        fn drop(&mut self) {
+            MAKING.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    MAKING.fetch_add(1, Ordering::AcqRel);
+    let _making = Making;
+    context(kind, slot_len).and_then(|context| Worker::new(context).map_err(|e| e.to_string()))
+}
+
+/// Waits, at most `wait`, until no thread is creating a UCX context or worker: the process's exit
+/// must not unload UCX under one.
+pub fn settle(wait: Duration) {
+    let deadline = Instant::now() + wait;
+    while MAKING.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// What lanes take from the library's settings.
 #[derive(Clone, Copy, Debug)]
 pub struct Tuning {
     /// Bytes per receive slot (the UCX context sizes its shared-memory segments for them).
     pub slot_len: u32,
-    /// How many workers of closed lanes are kept for reuse.
+    /// How many workers are kept for the next lanes (those of closed lanes and the one made
+    /// ahead of need); 0: none, and none is made ahead.
     pub spare_workers: usize,
 }
 
@@ -316,10 +356,102 @@ impl Endpoints {
 
 // --- lanes -----------------------------------------------------------------------------------
 
-/// Workers of dropped lanes, kept for the next lane of the same kind: creating one costs
-/// milliseconds (it sets up shared-memory segments), and peers keep their endpoints to it, so a
-/// connection to a known peer needs no new endpoint either.
-static SPARE_WORKERS: [Mutex<Vec<Spare>>; 2] = [Mutex::new(Vec::new()), Mutex::new(Vec::new())];
+/// The workers kept for the next lane of each kind: those of dropped lanes (peers keep their
+/// endpoints to them, so a connection to a known peer needs no new endpoint either) and the one
+/// made ahead of need.
+struct Spares {
+    /// Taken from the end: the worker made ahead sits first, so that kept ones go first.
+    workers: Vec<Spare>,
+    /// A worker is being made ahead of need.
+    warming: bool,
+}
+
+static SPARES: [Mutex<Spares>; 2] = [Mutex::new(Spares::new()), Mutex::new(Spares::new())];
+
+/// Signalled when a worker made ahead of need is ready (or could not be made).
+static WARMED: [Condvar; 2] = [Condvar::new(), Condvar::new()];
+
+/// How long a lane that needs a worker waits for the one being made ahead of need before it makes
+/// its own.
+const WARM_WAIT: Duration = Duration::from_secs(2);
+
+impl Spares {
+    const fn new() -> Spares {
+        Spares { workers: Vec::new(), warming: false }
+    }
+}
+
+/// A job for the `hadronio-lanes` thread.
+pub type Job = Box<dyn FnOnce() + Send>;
+
+thread_local! {
+    /// Whether this thread is the `hadronio-lanes` thread.
+    static LANES_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `job` on the `hadronio-lanes` thread, which makes UCX workers and opens lanes for the
+/// threads that should not wait for them. One thread, started on first use, runs every such job
+/// in turn: they are rare, and a thread each would cost its creation and leave its stack cached.
+/// False if the thread could not be started.
+pub fn later(job: Job) -> bool {
+    static JOBS: OnceLock<Option<std::sync::mpsc::Sender<Job>>> = OnceLock::new();
+    let jobs = JOBS.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new().name("hadronio-lanes".into()).spawn(move || {
+            LANES_THREAD.with(|flag| flag.set(true));
+            for job in receiver {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).is_err() {
+                    warn!("a job of the hadronio-lanes thread panicked");
+                }
+            }
+        });
+        spawned.map_err(|e| warn!("no hadronio-lanes thread: {e}")).ok().map(|_| sender)
+    });
+    jobs.as_ref().is_some_and(|jobs| jobs.send(job).is_ok())
+}
+
+/// Makes a worker of `kind` ahead of need on the `hadronio-lanes` thread (with the UCX context, if
+/// this is the process's first), unless a worker is kept already, one is being made, or none may
+/// be kept.
+pub fn warm(kind: Kind, tuning: Tuning) {
+    if tuning.spare_workers == 0 {
+        return;
+    }
+    {
+        let mut spares = SPARES[kind as usize].lock();
+        if spares.warming || !spares.workers.is_empty() {
+            return;
+        }
+        spares.warming = true;
+    }
+    let done = move |worker: Option<Arc<Worker>>| {
+        let mut spares = SPARES[kind as usize].lock();
+        spares.warming = false;
+        let extra = match worker {
+            Some(worker) if spares.workers.len() < tuning.spare_workers => {
+                spares.workers.insert(0, Spare { worker, endpoints: Arc::default(), touched: Arc::default() });
+                None
+            }
+            other => other,
+        };
+        drop(spares);
+        WARMED[kind as usize].notify_all();
+        // Closed lanes filled the list meanwhile: destroyed without a lock held.
+        drop(extra);
+    };
+    let queued = later(Box::new(move || {
+        // Kept workers came back meanwhile (closed lanes): none is needed.
+        let needed = SPARES[kind as usize].lock().workers.is_empty();
+        let made = match needed {
+            true => std::panic::catch_unwind(|| make_worker(kind, tuning.slot_len)).unwrap_or_else(|_| Err(String::from("panicked"))),
+            false => Err(String::from("not needed")),
+        };
+        done(made.map_err(|e| debug!("no UCX worker made ahead of need: {e}")).ok());
+    }));
+    if !queued {
+        done(None);
+    }
+}
 
 /// A spare worker with what its endpoints refer to (they wake connections through `touched`).
 struct Spare {
@@ -373,10 +505,7 @@ impl Lane {
     fn open(kind: Kind, sink: &Arc<LinkSink>, key: Option<u64>, reusable: bool, tuning: Tuning) -> Result<Arc<Lane>, String> {
         let (worker, endpoints, touched) = match take_spare(kind) {
             Some(spare) => (spare.worker, spare.endpoints, spare.touched),
-            None => {
-                let context = context(kind, tuning.slot_len)?;
-                (Worker::new(context).map_err(|e| e.to_string())?, Arc::default(), Arc::default())
-            }
+            None => (make_worker(kind, tuning.slot_len)?, Arc::default(), Arc::default()),
         };
         stats::count(Counter::LanesOpened);
         let lock = worker.lock();
@@ -423,8 +552,8 @@ impl Drop for Lane {
     fn drop(&mut self) {
         stats::count(Counter::LanesClosed);
         if self.reusable && self.healthy() {
-            let mut spare = SPARE_WORKERS[self.kind as usize].lock();
-            if spare.len() < self.tuning.spare_workers {
+            let mut spare = SPARES[self.kind as usize].lock();
+            if spare.workers.len() < self.tuning.spare_workers {
                 // Messages for the hub's links go nowhere now (the goodbye handler stays: it
                 // belongs to the endpoints, which go with the worker).
                 let lock = self.worker.lock();
@@ -434,7 +563,7 @@ impl Drop for Lane {
                 drop(lock);
                 match quiet {
                     Ok(()) => {
-                        spare.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
+                        spare.workers.push(Spare { worker: self.worker.clone(), endpoints: self.endpoints.clone(), touched: self.touched.clone() });
                         return;
                     }
                     Err(e) => debug!("worker not kept: {e}"),
@@ -445,17 +574,34 @@ impl Drop for Lane {
     }
 }
 
-/// A spare worker that can serve again: one whose ring a peer's death has left stuck (it has
-/// messages it never delivers) is destroyed instead.
+/// A spare worker that can serve again, waiting for the one being made ahead of need if there is
+/// none yet: one whose ring a peer's death has left stuck (it has messages it never delivers) is
+/// destroyed instead.
 fn take_spare(kind: Kind) -> Option<Spare> {
+    let deadline = Instant::now() + WARM_WAIT;
+    let mut spares = SPARES[kind as usize].lock();
     loop {
-        let spare = SPARE_WORKERS[kind as usize].lock().pop()?;
+        let Some(spare) = spares.workers.pop() else {
+            // The hadronio-lanes thread makes the worker being warmed only after its current job.
+            let wait = spares.warming && !LANES_THREAD.with(std::cell::Cell::get);
+            if !wait || WARMED[kind as usize].wait_until(&mut spares, deadline).timed_out() {
+                return None;
+            }
+            continue;
+        };
+        drop(spares);
         if !worker_stuck(&spare.worker) {
             return Some(spare);
         }
         debug!("a spare UCX worker has undeliverable messages; destroyed");
         spare.endpoints.goodbye(&spare.worker);
+        spares = SPARES[kind as usize].lock();
     }
+}
+
+/// Whether a worker of `kind` is kept, ready to be taken.
+fn spare_ready(kind: Kind) -> bool {
+    !SPARES[kind as usize].lock().workers.is_empty()
 }
 
 /// What arming a hub's workers before a sleep found.
@@ -551,53 +697,62 @@ impl Lanes {
     /// Whether [`Lanes::lane`] would find the lane for a peer at `locality` without creating a
     /// UCX worker: it is open, or a kept worker can serve it.
     pub fn is_open(&self, locality: Locality) -> bool {
-        let spare = |kind: Kind| !SPARE_WORKERS[kind as usize].lock().is_empty();
-        match locality {
-            Locality::Remote | Locality::ThisProcess => self.main.get().is_some() || spare(Kind::Full),
-            Locality::Local(_) if !self.per_process.load(Ordering::Acquire) => self.main.get().is_some() || spare(Kind::Full),
-            Locality::Isolated => self.isolated.get().is_some() || spare(Kind::Isolated),
-            Locality::Local(process) => {
-                let locals = self.locals.lock();
-                locals.iter().any(|l| l.key == Some(process)) || (locals.len() >= MAX_LOCAL_LANES && self.main.get().is_some()) || spare(Kind::Full)
-            }
-        }
+        let kind = if matches!(locality, Locality::Isolated) { Kind::Isolated } else { Kind::Full };
+        // With a kept worker a lane opens at once, unless another one is opening (without one).
+        self.find(locality).is_some() || (spare_ready(kind) && self.opening.try_lock().is_some())
     }
 
     /// The lane for a peer at `locality`, opened if needed; `opened` is told about a new lane's
     /// event fd (the hub adds it to its epoll set).
     pub fn lane(&self, locality: Locality, opened: impl Fn(c_int) -> std::io::Result<()>) -> Result<Arc<Lane>, String> {
+        // An open lane is found without waiting while another one opens (for another peer).
+        if let Some(lane) = self.find(locality) {
+            return Ok(lane);
+        }
         let _opening = self.opening.lock();
-        let shared = |cell: &OnceLock<Arc<Lane>>, kind: Kind| -> Result<Arc<Lane>, String> {
-            if let Some(lane) = cell.get() {
-                return Ok(lane.clone());
+        if let Some(lane) = self.find(locality) {
+            return Ok(lane);
+        }
+        let per_process = self.per_process.load(Ordering::Acquire);
+        let (cell, kind, key) = match locality {
+            Locality::Isolated => (Some(&self.isolated), Kind::Isolated, None),
+            Locality::Local(process) if per_process && self.locals.lock().len() < MAX_LOCAL_LANES => (None, Kind::Full, Some(process)),
+            Locality::Local(_) if per_process => {
+                debug!("{MAX_LOCAL_LANES} local lanes open; connections of further processes share the main lane");
+                (Some(&self.main), Kind::Full, None)
             }
-            let lane = Lane::open(kind, &self.sink, None, self.reusable, self.tuning)?;
-            opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
-            let _ = cell.set(lane.clone());
-            self.open.fetch_add(1, Ordering::AcqRel);
-            Ok(lane)
+            _ => (Some(&self.main), Kind::Full, None),
         };
-        match locality {
-            Locality::Remote | Locality::ThisProcess => shared(&self.main, Kind::Full),
-            Locality::Local(_) if !self.per_process.load(Ordering::Acquire) => shared(&self.main, Kind::Full),
-            Locality::Isolated => shared(&self.isolated, Kind::Isolated),
-            Locality::Local(process) => {
-                let mut locals = self.locals.lock();
-                if let Some(lane) = locals.iter().find(|l| l.key == Some(process)) {
-                    return Ok(lane.clone());
-                }
-                if locals.len() >= MAX_LOCAL_LANES {
-                    debug!("{MAX_LOCAL_LANES} local lanes open; a connection shares the main lane");
-                    drop(locals);
-                    return shared(&self.main, Kind::Full);
-                }
-                let lane = Lane::open(Kind::Full, &self.sink, Some(process), true, self.tuning)?;
-                opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
-                locals.push(lane.clone());
-                self.open.fetch_add(1, Ordering::AcqRel);
-                debug!("lane {} for a process on this host", locals.len());
-                Ok(lane)
+        // The list of lanes is not locked meanwhile: the hub's thread goes on visiting them.
+        let lane = Lane::open(kind, &self.sink, key, key.is_some() || self.reusable, self.tuning)?;
+        opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
+        match cell {
+            Some(cell) => {
+                let _ = cell.set(lane.clone());
             }
+            None => {
+                let mut locals = self.locals.lock();
+                locals.push(lane.clone());
+                debug!("lane {} for a process on this host", locals.len());
+            }
+        }
+        self.open.fetch_add(1, Ordering::AcqRel);
+        Ok(lane)
+    }
+
+    /// The open lane for a peer at `locality`, if there is one.
+    fn find(&self, locality: Locality) -> Option<Arc<Lane>> {
+        match locality {
+            Locality::Isolated => self.isolated.get().cloned(),
+            Locality::Local(process) if self.per_process.load(Ordering::Acquire) => {
+                let locals = self.locals.lock();
+                match locals.iter().find(|l| l.key == Some(process)) {
+                    Some(lane) => Some(lane.clone()),
+                    None if locals.len() >= MAX_LOCAL_LANES => self.main.get().cloned(),
+                    None => None,
+                }
+            }
+            _ => self.main.get().cloned(),
         }
     }
 

@@ -172,9 +172,11 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
             return Err(Error::new(Status::BadHandle, problem));
         }
         crate::core::background::start_background().map_err(|e| Error::io("starting the hadronio-background thread", &e))?;
-        // The UCX context depends on the settings (segment size): create it now that they are in.
+        // The UCX context depends on the settings (segment size): create it now that they are in,
+        // with a worker, on a thread of its own (the application's thread goes on).
         if settings().ucx {
-            let _ = crate::core::lanes::context(crate::core::lanes::Kind::Full, settings().slot_len);
+            let tuning = crate::core::lanes::Tuning { slot_len: settings().slot_len, spare_workers: settings().spare_workers };
+            crate::core::lanes::warm(crate::core::lanes::Kind::Full, tuning);
         }
         Ok(())
     })

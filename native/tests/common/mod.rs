@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
@@ -47,10 +48,15 @@ pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn
     (client, server)
 }
 
-/// Echo round trips in blocking mode until both sides of a new connection have switched to UCX
-/// (a few: offer, marks, greeting, probe).
+/// How long a new connection may take to switch to UCX: a few round trips (offer, marks,
+/// greeting, probe), after the lane's UCX worker was made (on a thread of its own, while bytes
+/// flow over TCP) if none was ready.
+pub const UPGRADE_WAIT: Duration = Duration::from_secs(10);
+
+/// Echo round trips in blocking mode until both sides of a new connection have switched to UCX.
 pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
-    for _ in 0..1000 {
+    let deadline = Instant::now() + UPGRADE_WAIT;
+    while Instant::now() < deadline {
         let mut hello = vec![round; 1000];
         assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
         let mut echo = vec![0u8; hello.len()];

@@ -20,6 +20,10 @@ static LIVE: Mutex<BTreeMap<u64, Weak<Conn>>> = Mutex::new(BTreeMap::new());
 /// How long the exit waits for written data to go out, over all connections.
 const EXIT_WAIT: Duration = Duration::from_secs(1);
 
+/// How long the exit waits for a UCX worker being created (UCX is unloaded after the exit's
+/// handlers).
+const SETTLE_WAIT: Duration = Duration::from_secs(2);
+
 /// How long the exit waits for one connection's state; a thread that holds it longer is in the
 /// middle of an operation that the exit does not wait for.
 const LOCK_WAIT: Duration = Duration::from_millis(20);
@@ -49,6 +53,7 @@ pub fn end_all() {
     if !sending.is_empty() {
         debug!("{} connection(s) still had data to send when the process exited", sending.len());
     }
+    crate::core::lanes::settle(SETTLE_WAIT);
 }
 
 impl Conn {

@@ -169,8 +169,9 @@ impl Hub {
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
-        // Without a UCX context (it said why, once) every connection stays on TCP.
-        let ucx = ucx.filter(|s| s.ucx && lanes::context(Kind::Full, s.slot_len).is_ok());
+        // Without a UCX context (it said why, once) every connection stays on TCP. One that is
+        // still being created counts: a connection's upgrade waits for it.
+        let ucx = ucx.filter(|s| s.ucx && lanes::usable(Kind::Full));
         let lanes = ucx.map(|s| {
             let table = links.clone();
             let sink: Arc<LinkSink> = Arc::new(move |id, notice| {
@@ -179,7 +180,12 @@ impl Hub {
                     shared.on_notice(notice);
                 }
             });
-            Lanes::new(selector, !selector, Tuning { slot_len: s.slot_len, spare_workers: s.spare_workers }, sink)
+            let tuning = Tuning { slot_len: s.slot_len, spare_workers: s.spare_workers };
+            if selector {
+                // Its lanes open as connections need them: have a worker ready for the first.
+                lanes::warm(Kind::Full, tuning);
+            }
+            Lanes::new(selector, !selector, tuning, sink)
         });
         let hub = Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
@@ -209,9 +215,11 @@ impl Hub {
             socket_events_ns: AtomicU64::new(0),
             created: Instant::now(),
         });
-        // The main lane's worker takes milliseconds to create: create it now, while the
-        // connection's negotiation runs, rather than when the greeting asks for it.
-        if hub.lanes.is_some() {
+        // A blocking channel's hub serves its peer on its main lane, and only the channel's own
+        // calls move the upgrade on: open the lane now (taking the worker made ahead of need), so
+        // that the upgrade goes through in the channel's first round trips. A selector's lanes
+        // open when connections need them, on the hadronio-lanes thread if no worker is ready.
+        if !selector && hub.lanes.is_some() {
             if let Err(e) = hub.lane(Locality::Remote) {
                 warn!("no UCX worker, connections stay on TCP: {e}");
             }
@@ -256,14 +264,14 @@ impl Hub {
         self.lanes.as_ref().is_none_or(|lanes| lanes.is_open(locality))
     }
 
-    /// Opens the lane for a peer at `locality` on a thread of its own, then tells `channel`
+    /// Opens the lane for a peer at `locality` on the `hadronio-lanes` thread, then tells `channel`
     /// ([`Events::on_lane`]), whether or not the lane could be opened. A new lane creates a UCX
     /// worker, which takes milliseconds: the thread that asked (a selector's, with other channels
-    /// to serve, or one whose first bytes already flow over TCP) goes on meanwhile. False if no
-    /// thread could be started.
+    /// to serve, or one whose first bytes already flow over TCP) goes on meanwhile. False if that
+    /// thread could not be started.
     pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Weak<dyn Events>) -> bool {
         let hub = self.clone();
-        let opener = std::thread::Builder::new().name("hadronio-lane".into()).spawn(move || {
+        lanes::later(Box::new(move || {
             // The channel is told in any case: its negotiation waits for the answer. The lane is
             // held until then: a lane nobody holds is closed as idle.
             let lane = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {
@@ -281,8 +289,7 @@ impl Hub {
                 channel.on_lane();
             }
             drop(lane);
-        });
-        opener.map_err(|e| debug!("no thread to open a lane: {e}")).is_ok()
+        }))
     }
 
     /// The lane of peers on other hosts and in this process, if open.
