@@ -1,6 +1,5 @@
 package dev.hadronio.internal;
 
-import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -23,8 +22,6 @@ public final class Counters implements DynamicMBean {
     /** The MBean's name. */
     public static final String OBJECT_NAME = "dev.hadronio:type=Counters";
 
-    private static final Logger LOG = System.getLogger("dev.hadronio");
-
     private final String[] names = Native.counterNames();
     private final String[] descriptions = Native.counterDescriptions();
 
@@ -32,17 +29,27 @@ public final class Counters implements DynamicMBean {
     }
 
     /**
-     * Registers the MBean with the platform MBean server, on a thread of its own (starting the
-     * server takes tens of milliseconds that the application's first connection should not wait).
+     * How long after the library loaded the MBean is registered. Starting the platform MBean
+     * server (unless the application did) costs tens of milliseconds of CPU, which would compete
+     * with the application's start and first connections on a small host.
+     */
+    static final long REGISTER_DELAY_MILLIS = 1000;
+
+    /**
+     * Registers the MBean with the platform MBean server, on a thread of its own, {@link
+     * #REGISTER_DELAY_MILLIS} after the library loaded.
      */
     static void registerInBackground() {
         Thread thread = new Thread(() -> {
             try {
+                Thread.sleep(REGISTER_DELAY_MILLIS);
                 java.lang.management.ManagementFactory.getPlatformMBeanServer()
                         .registerMBean(new Counters(), new ObjectName(OBJECT_NAME));
+            } catch (InterruptedException e) {
+                // the JVM is ending
             } catch (Exception | LinkageError e) {
                 // A runtime without java.management, or a second class loader's copy of hadroNIO.
-                LOG.log(Level.DEBUG, () -> "the JMX MBean " + OBJECT_NAME + " is not registered: " + e);
+                Log.logger().log(Level.DEBUG, () -> "the JMX MBean " + OBJECT_NAME + " is not registered: " + e);
             }
         }, "hadronio-jmx");
         thread.setDaemon(true);

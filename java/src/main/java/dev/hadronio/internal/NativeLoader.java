@@ -2,7 +2,6 @@ package dev.hadronio.internal;
 
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -21,7 +20,6 @@ import java.util.Locale;
  * dependency order, so nothing has to be on {@code LD_LIBRARY_PATH}.
  */
 public final class NativeLoader {
-    private static final Logger LOG = System.getLogger("dev.hadronio");
     private static final String RESOURCES = "/dev/hadronio/native/linux-x86_64/";
     private static final String[] UCX_LIBRARIES = {"libucm.so.0", "libucs.so.0", "libuct.so.0", "libucp.so.0"};
 
@@ -74,7 +72,7 @@ public final class NativeLoader {
                     + " of reach without the native library: add --add-exports java.base/sun.nio.ch=ALL-UNNAMED"
                     + " to fall back", invalid, broken);
         }
-        LOG.log(Level.WARNING, "hadroNIO is not in use; this JVM's channels and selectors are the JDK's own: "
+        Log.logger().log(Level.WARNING, "hadroNIO is not in use; this JVM's channels and selectors are the JDK's own: "
                 + problem + " (set " + Config.REQUIRED + "=true to fail instead)");
         return jdk;
     }
@@ -110,7 +108,7 @@ public final class NativeLoader {
                     return provider;
                 }
             } catch (RuntimeException | LinkageError e) {
-                LOG.log(Level.DEBUG, () -> "the JDK's provider through JNI: " + e);
+                Log.logger().log(Level.DEBUG, () -> "the JDK's provider through JNI: " + e);
             }
         }
         try {
@@ -123,7 +121,7 @@ public final class NativeLoader {
                 }
             }
         } catch (ReflectiveOperationException | RuntimeException e) {
-            LOG.log(Level.DEBUG, () -> "the JDK's provider by reflection: " + e);
+            Log.logger().log(Level.DEBUG, () -> "the JDK's provider by reflection: " + e);
         }
         return null;
     }
@@ -144,7 +142,7 @@ public final class NativeLoader {
             Path directory = configured == null ? extract(systemUcx) : Paths.get(configured);
             loadFrom(directory, systemUcx);
         } catch (RuntimeException | LinkageError e) {
-            LOG.log(Level.DEBUG, () -> "libhadronio.so for the fallback: " + e);
+            Log.logger().log(Level.DEBUG, () -> "libhadronio.so for the fallback: " + e);
         }
     }
 
@@ -159,7 +157,7 @@ public final class NativeLoader {
             }
             Config config = Config.get();
             for (String warning : Config.unknownProperties(System.getProperties())) {
-                LOG.log(Level.WARNING, warning);
+                Log.logger().log(Level.WARNING, warning);
             }
             checkPlatform();
             Path directory = config.nativeDirectory() != null ? Paths.get(config.nativeDirectory()) : extract(config.systemUcx());
@@ -171,7 +169,6 @@ public final class NativeLoader {
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException("invalid hadroNIO setting " + e.getMessage(), e);
             }
-            LOG.log(Level.DEBUG, () -> "loaded " + Native.version() + " from " + directory);
             loaded = true;
             Counters.registerInBackground();
         }

@@ -1,8 +1,8 @@
 package dev.hadronio.nio;
 
+import dev.hadronio.internal.Log;
 import dev.hadronio.internal.Native;
 import java.io.IOException;
-import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -22,7 +22,6 @@ final class NativeHandle {
         long run(long handle) throws IOException;
     }
 
-    private static final Logger LOG = System.getLogger("dev.hadronio");
     private static final Cleaner CLEANER = Cleaner.create();
 
     private static final int CONNECTION = 0;
@@ -45,7 +44,7 @@ final class NativeHandle {
             long h = value;
             if (h != 0) {
                 value = 0;
-                LOG.log(Level.WARNING, "a hadroNIO " + description + " was garbage-collected without being closed");
+                Log.logger().log(Level.WARNING, "a hadroNIO " + description + " was garbage-collected without being closed");
                 destroy(kind, h);
             }
         }

@@ -2,9 +2,9 @@ package dev.hadronio.nio;
 
 import dev.hadronio.internal.Buffers;
 import dev.hadronio.internal.Config;
+import dev.hadronio.internal.Log;
 import dev.hadronio.internal.Native;
 import dev.hadronio.internal.Status;
-import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -26,7 +26,6 @@ import java.util.concurrent.locks.LockSupport;
  * something is ready, wakes those waiters and hands the polling back.
  */
 final class VirtualPoller {
-    private static final Logger LOG = System.getLogger("dev.hadronio");
     /** Ready keys taken per select; more are reported by the next one. */
     private static final int CAPACITY = 256;
     /**
@@ -176,7 +175,7 @@ final class VirtualPoller {
     private int select(Batch batch, long timeoutMillis) {
         int n = Native.selectorSelect(selector, timeoutMillis, batch.address, CAPACITY);
         if (n < 0) {
-            LOG.log(Level.WARNING, "the virtual-thread poller's select failed: " + Native.lastError());
+            Log.logger().log(Level.WARNING, "the virtual-thread poller's select failed: " + Native.lastError());
             LockSupport.parkNanos(10_000_000L);
             return 0;
         }

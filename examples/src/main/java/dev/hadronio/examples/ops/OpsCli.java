@@ -90,7 +90,7 @@ public final class OpsCli {
             ObjectName name = new ObjectName(COUNTERS);
             if (!server.isRegistered(name)) {
                 throw new Exception("JVM " + pid + " has no " + COUNTERS
-                        + " (is hadroNIO its selector provider, and active?)");
+                        + " (is hadroNIO its selector provider, and active? It registers the MBean a second after it loads)");
             }
             out.printf(Locale.ROOT, "hadroNIO counters of JVM %s%n", pid);
             out.printf(Locale.ROOT, "%-22s %16s  %s%n", "counter", "value", "meaning");
