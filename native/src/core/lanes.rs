@@ -777,12 +777,19 @@ impl Lanes {
         if !self.any() {
             return;
         }
+        let mut shared = 0;
         for cell in [&self.main, &self.isolated] {
             if let Some(lane) = cell.get() {
+                shared += 1;
                 if !f(lane) {
                     return;
                 }
             }
+        }
+        // No lane of another process (a blocking channel's hub, say): the list is not locked on
+        // every round of a spin. One opened meanwhile is visited the next time.
+        if self.open.load(Ordering::Acquire) <= shared {
+            return;
         }
         // The list may change meanwhile (a lane opened or retired): it is not locked while `f` runs,
         // which delivers events to connections (their state locks) while a closing connection
@@ -807,7 +814,9 @@ impl Lanes {
     /// Closes the local lanes that no connection uses any more (keeping their workers as spares
     /// where they are healthy); `closing` is told about each one's event fd first.
     pub fn retire_idle(&self, closing: impl Fn(c_int)) {
-        if !self.idle.swap(false, Ordering::AcqRel) {
+        // Read before it is cleared: called on every round of a spin, where the flag is nearly
+        // always clear, and a swap would claim its cache line each time.
+        if !self.idle.load(Ordering::Acquire) || !self.idle.swap(false, Ordering::AcqRel) {
             return;
         }
         let mut retired = Vec::new();
