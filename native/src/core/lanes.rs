@@ -30,6 +30,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::identity::Locality;
 use super::protocol;
+use crate::config::Settings;
 use crate::stats::{self, Counter};
 use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
 
@@ -107,6 +108,13 @@ pub struct Tuning {
     /// How many workers are kept for the next lanes (those of closed lanes and the one made
     /// ahead of need); 0: none, and none is made ahead.
     pub spare_workers: usize,
+}
+
+impl Tuning {
+    /// What lanes take from `settings`.
+    pub fn of(settings: &Settings) -> Tuning {
+        Tuning { slot_len: settings.slot_len, spare_workers: settings.spare_workers }
+    }
 }
 
 /// What an active message tells a connection's link.

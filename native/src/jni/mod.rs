@@ -175,8 +175,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
         // The UCX context depends on the settings (segment size): create it now that they are in,
         // with a worker, on a thread of its own (the application's thread goes on).
         if settings().ucx {
-            let tuning = crate::core::lanes::Tuning { slot_len: settings().slot_len, spare_workers: settings().spare_workers };
-            crate::core::lanes::warm(crate::core::lanes::Kind::Full, tuning);
+            crate::core::lanes::warm(crate::core::lanes::Kind::Full, crate::core::lanes::Tuning::of(settings()));
         }
         Ok(())
     })

@@ -180,7 +180,7 @@ impl Hub {
                     shared.on_notice(notice);
                 }
             });
-            let tuning = Tuning { slot_len: s.slot_len, spare_workers: s.spare_workers };
+            let tuning = Tuning::of(s);
             if selector {
                 // Its lanes open as connections need them: have a worker ready for the first.
                 lanes::warm(Kind::Full, tuning);
