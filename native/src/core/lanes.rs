@@ -14,10 +14,10 @@
 //! A new worker takes milliseconds (shared-memory segments, an interface per transport), and the
 //! process's first one tens of milliseconds more (the UCX context: transport modules, devices).
 //! So a worker is made ahead of need on the `hadronio-lanes` thread ([`warm`]) when the library
-//! starts and when a selector's hub is created while none is kept: opening a selector does not
-//! wait for UCX, nor does the first upgrade. A later lane that finds no kept worker opens on that
-//! thread too ([`later`]) while the connection's bytes flow over TCP, and a selector's thread
-//! serves its other channels meanwhile.
+//! starts, and for a selector's hub whenever none is kept (when the hub is created and after each
+//! lane it opens): opening a selector does not wait for UCX, nor does an upgrade as a rule. A
+//! lane that finds no kept worker opens on that thread too ([`later`]) while the connection's
+//! bytes flow over TCP, and a selector's thread serves its other channels meanwhile.
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -680,6 +680,9 @@ pub struct Lanes {
     per_process: AtomicBool,
     /// Whether the main lane's worker may be kept when the hub goes (a blocking channel's).
     reusable: bool,
+    /// Whether a worker is kept ready for the next lane (a selector's hub, whose lanes open as
+    /// connections need them, while their bytes flow over TCP).
+    ahead: bool,
     tuning: Tuning,
     sink: Arc<LinkSink>,
     /// Serialises opening (two connections must not open two main lanes).
@@ -687,7 +690,11 @@ pub struct Lanes {
 }
 
 impl Lanes {
-    pub fn new(per_process: bool, reusable: bool, tuning: Tuning, sink: Arc<LinkSink>) -> Lanes {
+    /// The lanes of a selector's hub (`selector`) or of a blocking channel's.
+    pub fn new(selector: bool, tuning: Tuning, sink: Arc<LinkSink>) -> Lanes {
+        if selector {
+            warm(Kind::Full, tuning);
+        }
         Lanes {
             tuning,
             main: OnceLock::new(),
@@ -695,8 +702,9 @@ impl Lanes {
             locals: Mutex::default(),
             open: AtomicUsize::new(0),
             idle: AtomicBool::new(false),
-            per_process: AtomicBool::new(per_process),
-            reusable,
+            per_process: AtomicBool::new(selector),
+            reusable: !selector,
+            ahead: selector,
             sink,
             opening: Mutex::new(()),
         }
@@ -733,6 +741,10 @@ impl Lanes {
         };
         // The list of lanes is not locked meanwhile: the hub's thread goes on visiting them.
         let lane = Lane::open(kind, &self.sink, key, key.is_some() || self.reusable, self.tuning)?;
+        if self.ahead {
+            // The next peer process (or this one's next selector) finds its worker ready.
+            warm(kind, self.tuning);
+        }
         opened(lane.event_fd()).map_err(|e| format!("epoll: {e}"))?;
         match cell {
             Some(cell) => {
@@ -851,7 +863,7 @@ mod tests {
 
     fn lanes() -> Lanes {
         let tuning = Tuning { slot_len: 16384, spare_workers: 0 };
-        Lanes::new(true, false, tuning, Arc::new(|_, _| {}))
+        Lanes::new(true, tuning, Arc::new(|_, _| {}))
     }
 
     #[test]

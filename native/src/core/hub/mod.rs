@@ -180,12 +180,7 @@ impl Hub {
                     shared.on_notice(notice);
                 }
             });
-            let tuning = Tuning::of(s);
-            if selector {
-                // Its lanes open as connections need them: have a worker ready for the first.
-                lanes::warm(Kind::Full, tuning);
-            }
-            Lanes::new(selector, !selector, tuning, sink)
+            Lanes::new(selector, Tuning::of(s), sink)
         });
         let hub = Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
