@@ -146,11 +146,19 @@ final class VirtualPoller {
      */
     private void runMaster() {
         while (true) {
+            long polls = subPolls;
+            long seen = System.nanoTime();
             while (!masterTurn) {
-                long polls = subPolls;
+                // Returns early when unparked: a hand-over that found the master elsewhere leaves
+                // a permit behind. Only a sub-poller that has not polled for the whole time is stuck.
                 LockSupport.parkNanos(this, STARVED_NANOS);
-                if (!masterTurn && polls == subPolls && selecting.compareAndSet(false, true)) {
+                long now = System.nanoTime();
+                if (polls != subPolls) {
+                    polls = subPolls;
+                    seen = now;
+                } else if (now - seen >= STARVED_NANOS && !masterTurn && selecting.compareAndSet(false, true)) {
                     selectAndRelease(master, 0);
+                    seen = now;
                 }
             }
             while (!selecting.compareAndSet(false, true)) {
