@@ -6,29 +6,18 @@ mod common;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
 
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
-use common::{connected_pair, region, UPGRADE_WAIT};
+use common::{connected_pair, region, upgrade};
 
-/// A connected pair after round trips until both sides switched to UCX (see [`UPGRADE_WAIT`]).
+/// A connected pair after round trips until both sides switched to UCX.
 fn upgraded_pair() -> (Arc<Conn>, Arc<Conn>) {
     let (client, server) = connected_pair();
-    let deadline = Instant::now() + UPGRADE_WAIT;
-    while Instant::now() < deadline {
-        let mut byte = [1u8];
-        assert_eq!(client.write(&region(&mut byte), true).unwrap(), 1);
-        assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
-        assert_eq!(server.write(&region(&mut byte), true).unwrap(), 1);
-        assert_eq!(client.read(&region(&mut byte), true, None).unwrap(), 1);
-        if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
-            return (client, server);
-        }
-    }
-    panic!("no upgrade: client {}, server {}", client.describe(), server.describe());
+    upgrade(&client, &server, 1);
+    (client, server)
 }
 
 fn read_all(conn: &Conn, expected: usize) -> Vec<u8> {

@@ -10,13 +10,13 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::{mpsc, Arc, Once};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
-use common::{region, UPGRADE_WAIT};
+use common::{region, upgrade};
 
 const WORKERS: usize = 2;
 
@@ -35,7 +35,7 @@ fn read_exactly(conn: &Conn, buf: &mut [u8]) {
 }
 
 /// `count` blocking connections (client, server), each after round trips until both ends went
-/// over to UCX (see [`UPGRADE_WAIT`]).
+/// over to UCX.
 fn pairs(count: usize) -> Vec<(Arc<Conn>, Arc<Conn>)> {
     let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 64).unwrap();
@@ -45,20 +45,7 @@ fn pairs(count: usize) -> Vec<(Arc<Conn>, Arc<Conn>)> {
         let client = Conn::open(settings()).unwrap();
         assert!(client.connect(&addr, true, None).unwrap());
         let server = listener.accept(true, None).unwrap().unwrap();
-        let mut upgraded = false;
-        let deadline = Instant::now() + UPGRADE_WAIT;
-        while Instant::now() < deadline {
-            let mut ping = [7u8; 100];
-            client.write(&region(&mut ping), true).unwrap();
-            read_exactly(&server, &mut ping);
-            server.write(&region(&mut ping), true).unwrap();
-            read_exactly(&client, &mut ping);
-            if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
-                upgraded = true;
-                break;
-            }
-        }
-        assert!(upgraded, "no upgrade: client {}, server {}", client.describe(), server.describe());
+        upgrade(&client, &server, 7);
         pairs.push((client, server));
     }
     listener.close();

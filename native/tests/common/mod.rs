@@ -51,7 +51,7 @@ pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn
 /// How long a new connection may take to switch to UCX: a few round trips (offer, marks,
 /// greeting, probe), after the lane's UCX worker was made (on a thread of its own, while bytes
 /// flow over TCP) if none was ready.
-pub const UPGRADE_WAIT: Duration = Duration::from_secs(10);
+const UPGRADE_WAIT: Duration = Duration::from_secs(10);
 
 /// Echo round trips in blocking mode until both sides of a new connection have switched to UCX.
 pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
