@@ -449,10 +449,12 @@ pub fn warm(kind: Kind, tuning: Tuning) {
     };
     let queued = later(Box::new(move || {
         // Kept workers came back meanwhile (closed lanes): none is needed.
-        let needed = SPARES[kind as usize].lock().workers.is_empty();
-        let made = match needed {
-            true => std::panic::catch_unwind(|| make_worker(kind, tuning.slot_len)).unwrap_or_else(|_| Err(String::from("panicked"))),
-            false => Err(String::from("not needed")),
+        let made = if SPARES[kind as usize].lock().workers.is_empty() {
+            // Caught here too (the thread survives a panic anyway): `done` must run, or lanes
+            // would wait for this worker until WARM_WAIT each time.
+            std::panic::catch_unwind(|| make_worker(kind, tuning.slot_len)).unwrap_or_else(|_| Err(String::from("panicked")))
+        } else {
+            Err(String::from("not needed"))
         };
         done(made.map_err(|e| debug!("no UCX worker made ahead of need: {e}")).ok());
     }));
