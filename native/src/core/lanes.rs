@@ -34,9 +34,9 @@ use crate::config::Settings;
 use crate::stats::{self, Counter};
 use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
 
-/// Largest receive slot whose messages go through shared memory in one copy: UCX's segments are
-/// sized to hold it (larger slots use UCX's rendezvous, and segments that large would cost
-/// every worker megabytes).
+/// Largest receive slot for which UCX's shared-memory segments are sized (larger slots use UCX's
+/// rendezvous, and segments that large would cost every worker megabytes). A segment is at most
+/// 65,535 bytes, so the messages of slots longer than about 65,270 bytes no longer fit one.
 const EAGER_SLOT_MAX: u32 = 64 * 1024;
 
 /// Which UCX context a worker comes from.

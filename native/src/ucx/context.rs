@@ -9,7 +9,7 @@ use std::sync::Arc;
 use log::warn;
 use ucx1_sys as sys;
 
-use super::{check, Result, Status, BUILT_MAJOR, BUILT_MINOR};
+use super::{check, Status, BUILT_MAJOR, BUILT_MINOR};
 
 /// Switches the calling thread to the C numeric locale while alive, so that UCX parses numbers in
 /// its configuration the same way whatever locale the JVM runs with.
@@ -47,6 +47,10 @@ impl Drop for CNumericLocale {
 /// Room for UCX's own headers in a shared-memory segment beyond the message (tag, protocol and
 /// transport headers take well under this).
 const MM_SEG_HEADROOM: usize = 256;
+
+/// Largest shared-memory segment UCX can use: its FIFO elements record a message's length in 16
+/// bits, so a longer message's length wraps and the receiver never gets that message.
+pub const MM_SEG_MAX: usize = u16::MAX as usize;
 
 /// Elements of a worker's shared-memory receive FIFO. Our endpoints get no RMA lane on one host
 /// (their description lists none), so rendezvous messages travel through this FIFO too, one
@@ -95,6 +99,38 @@ fn uses_shared_memory(tls: Option<&str>) -> bool {
     }
 }
 
+/// Refuses a `UCX_MM_SEG_SIZE` above [`MM_SEG_MAX`]; a value UCX cannot parse is left to UCX,
+/// which names it.
+fn check_segment_size(value: Option<&str>) -> std::result::Result<(), String> {
+    let Some(bytes) = value.and_then(memunits) else { return Ok(()) };
+    if bytes <= MM_SEG_MAX as u64 {
+        return Ok(());
+    }
+    Err(format!(
+        "UCX_MM_SEG_SIZE={} is more than {MM_SEG_MAX} bytes, the largest segment UCX's shared memory handles (longer messages would be lost)",
+        value.unwrap_or_default().trim()
+    ))
+}
+
+/// A size in UCX's notation (`8256`, `64k`, `1MB`; `inf` and `auto` count as unlimited).
+fn memunits(value: &str) -> Option<u64> {
+    let value = value.trim();
+    if value.eq_ignore_ascii_case("inf") || value.eq_ignore_ascii_case("auto") {
+        return Some(u64::MAX);
+    }
+    let digits = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
+    let number: u64 = value[..digits].parse().ok()?;
+    let unit = match value[digits..].to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1 << 10,
+        "m" | "mb" => 1 << 20,
+        "g" | "gb" => 1 << 30,
+        "t" | "tb" => 1 << 40,
+        _ => return None,
+    };
+    Some(number.saturating_mul(unit))
+}
+
 fn set(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     let (Ok(c_name), Ok(c_value)) = (CString::new(name), CString::new(value)) else {
         return;
@@ -127,18 +163,25 @@ impl Context {
     ///
     /// Without `shared_memory` the context leaves out UCX's shared-memory transports (for peers
     /// on this host that shared memory cannot reach: other namespaces).
-    pub fn new(eager_message: usize, shared_memory: bool) -> Result<Arc<Context>> {
+    pub fn new(eager_message: usize, shared_memory: bool) -> std::result::Result<Arc<Context>, String> {
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
         check("ucp_config_read", unsafe {
             sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
-        })?;
+        })
+        .map_err(|e| e.to_string())?;
         if shared_memory && uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
+            if let Err(e) = check_segment_size(std::env::var("UCX_MM_SEG_SIZE").ok().as_deref()) {
+                // SAFETY: the configuration is not used after this.
+                unsafe { sys::ucp_config_release(config) };
+                return Err(e);
+            }
             // Shared memory must stay usable on endpoints with peer error handling.
             default_setting(config, "MM_ERROR_HANDLING", "y");
             if eager_message > 0 {
-                default_setting(config, "MM_SEG_SIZE", &(eager_message + MM_SEG_HEADROOM).to_string());
+                let segment = (eager_message + MM_SEG_HEADROOM).min(MM_SEG_MAX);
+                default_setting(config, "MM_SEG_SIZE", &segment.to_string());
             }
             default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
         } else if !shared_memory {
@@ -168,14 +211,14 @@ impl Context {
         };
         // SAFETY: the configuration is no longer needed after `ucp_init_version`.
         unsafe { sys::ucp_config_release(config) };
-        check("ucp_init", status)?;
+        check("ucp_init", status).map_err(|e| e.to_string())?;
         Ok(Arc::new(Context { handle }))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{tls_without_shared_memory, uses_shared_memory};
+    use super::{check_segment_size, memunits, tls_without_shared_memory, uses_shared_memory, MM_SEG_MAX};
 
     #[test]
     fn shared_memory_settings_only_where_it_may_be_used() {
@@ -193,6 +236,26 @@ mod tests {
         assert_eq!(tls_without_shared_memory(Some("tcp,posix,cma")), "tcp,cma");
         assert_eq!(tls_without_shared_memory(Some("sm,tcp")), "tcp,cma,knem");
         assert_eq!(tls_without_shared_memory(Some("posix")), "self");
+    }
+
+    #[test]
+    fn segment_sizes_read_as_ucx_reads_them() {
+        assert_eq!(memunits("8256"), Some(8256));
+        assert_eq!(memunits("64k"), Some(65536));
+        assert_eq!(memunits(" 2MB "), Some(2 << 20));
+        assert_eq!(memunits("inf"), Some(u64::MAX));
+        assert_eq!(memunits("64q"), None);
+        assert_eq!(memunits("k"), None);
+    }
+
+    #[test]
+    fn a_segment_longer_than_ucx_records_is_refused_by_name() {
+        assert!(check_segment_size(None).is_ok());
+        assert!(check_segment_size(Some("65535")).is_ok());
+        assert!(check_segment_size(Some("nonsense")).is_ok(), "left to UCX, which names it");
+        let refused = check_segment_size(Some("64k")).unwrap_err();
+        assert!(refused.contains("UCX_MM_SEG_SIZE=64k") && refused.contains(&MM_SEG_MAX.to_string()), "{refused}");
+        assert!(check_segment_size(Some("inf")).is_err());
     }
 }
 
