@@ -34,17 +34,13 @@ use crate::config::Settings;
 use crate::stats::{self, Counter};
 use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
 
-/// Largest receive slot for which UCX's shared-memory segments are sized (larger slots use UCX's
-/// rendezvous, and segments that large would cost every worker megabytes). A segment is at most
-/// 65,535 bytes, so the messages of slots longer than about 65,270 bytes no longer fit one.
-const EAGER_SLOT_MAX: u32 = 64 * 1024;
-
 /// Which UCX context a worker comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Every transport UCX finds (shared memory included).
     Full = 0,
-    /// Without shared-memory transports: for peers on this host in other namespaces.
+    /// Without shared-memory transports: for peers on this host that shared memory does not reach
+    /// (other namespaces, another layout of UCX's shared memory).
     Isolated = 1,
 }
 
@@ -55,14 +51,9 @@ static CONTEXTS: [OnceLock<Result<Arc<Context>, String>>; 2] = [OnceLock::new(),
 pub fn context(kind: Kind, slot_len: u32) -> Result<&'static Arc<Context>, String> {
     CONTEXTS[kind as usize]
         .get_or_init(|| {
-            let slot = slot_len;
-            let eager = if slot <= EAGER_SLOT_MAX { slot as usize } else { 0 };
-            Context::new(eager, kind == Kind::Full).map_err(|e| {
-                match kind {
-                    Kind::Full => warn!("UCX is unavailable, connections stay on TCP: {e}"),
-                    Kind::Isolated => warn!("UCX without shared memory is unavailable; peers in other namespaces stay on TCP: {e}"),
-                }
-                e.to_string()
+            Context::new(slot_len as usize, kind == Kind::Full).inspect_err(|e| match kind {
+                Kind::Full => warn!("UCX is unavailable, connections stay on TCP: {e}"),
+                Kind::Isolated => warn!("UCX without shared memory is unavailable; peers on this host that shared memory does not reach stay on TCP: {e}"),
             })
         })
         .as_ref()
@@ -536,6 +527,11 @@ impl Lane {
             .map_err(|e| e.to_string())?;
         drop(lock);
         Ok(Arc::new(Lane { endpoints, worker, touched, kind, key, reusable, tuning, lost: AtomicBool::new(false) }))
+    }
+
+    /// Whether this lane serves peers on this host that shared memory does not reach.
+    pub fn isolated(&self) -> bool {
+        self.kind == Kind::Isolated
     }
 
     /// Notes that a connection of this lane ended abortively (see `lost`).

@@ -33,7 +33,7 @@
 //! HELLO names the sender's `role` (1 client, 2 server) and a random `nonce` of the connection,
 //! so that a stream that comes back to its sender is recognised; `host` is a digest of the kernel's
 //! boot id, `namespaces` one of the network, IPC, mount and PID namespaces the sender runs in
-//! (together they decide whether shared memory can reach it), `process` a random number drawn
+//! and of its UCX shared-memory layout (together they decide whether shared memory can reach it), `process` a random number drawn
 //! once per process.
 //!
 //! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
@@ -251,7 +251,8 @@ impl Role {
 pub struct Identity {
     /// Digest of the kernel's boot id; 0 if unknown.
     pub host: u64,
-    /// Digest of the network, IPC, mount and PID namespaces; 0 if unknown.
+    /// Digest of the network, IPC, mount and PID namespaces and the UCX shared-memory layout; 0
+    /// if unknown.
     pub namespaces: u64,
     /// Random number drawn once per process.
     pub process: u64,

@@ -60,6 +60,35 @@ pub const MM_SEG_MAX: usize = u16::MAX as usize;
 /// shared memory per worker.
 const MM_FIFO_SIZE: usize = 128;
 
+/// Longest message that goes through shared memory in one copy: segments are sized for messages
+/// up to this long (longer ones use UCX's rendezvous, and segments that large would cost every
+/// worker megabytes).
+const EAGER_MESSAGE_MAX: usize = 64 * 1024;
+
+/// Prefixes of the UCX settings that shape shared memory (`MM_*` and its transports' own).
+const SHARED_MEMORY_PREFIXES: [&str; 4] = ["UCX_MM_", "UCX_POSIX_", "UCX_SYSV_", "UCX_XPMEM_"];
+
+/// The shared-memory segment hadroNIO asks for to carry messages of `longest` bytes in one copy;
+/// `None` keeps UCX's own size.
+fn segment_for(longest: usize) -> Option<usize> {
+    (longest > 0 && longest <= EAGER_MESSAGE_MAX).then(|| (longest + MM_SEG_HEADROOM).min(MM_SEG_MAX))
+}
+
+/// How UCX's shared memory is laid out in a process whose messages of up to `longest` bytes
+/// should go in one copy: the segment and FIFO sizes hadroNIO sets and every shared-memory setting
+/// of the environment, as text. Two processes reach each other through shared memory only with
+/// the same layout: a sender writes into the receiver's FIFO and segments as its own settings size
+/// them (with a larger segment than the receiver's it writes past the receiver's segments).
+pub fn shared_memory_layout(longest: usize) -> String {
+    let mut settings: Vec<String> = std::env::vars()
+        .filter(|(name, _)| SHARED_MEMORY_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .map(|(name, value)| format!("{name}={value}"))
+        .collect();
+    settings.sort();
+    let segment = segment_for(longest).map_or_else(|| String::from("ucx"), |s| s.to_string());
+    format!("segment {segment}, fifo {MM_FIFO_SIZE}; {}", settings.join(" "))
+}
+
 /// Sets a UCX option unless the environment sets it (`UCX_<name>`).
 fn default_setting(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     if std::env::var_os(format!("UCX_{name}")).is_some() {
@@ -99,17 +128,21 @@ fn uses_shared_memory(tls: Option<&str>) -> bool {
     }
 }
 
-/// Refuses a `UCX_MM_SEG_SIZE` above [`MM_SEG_MAX`]; a value UCX cannot parse is left to UCX,
-/// which names it.
-fn check_segment_size(value: Option<&str>) -> std::result::Result<(), String> {
-    let Some(bytes) = value.and_then(memunits) else { return Ok(()) };
-    if bytes <= MM_SEG_MAX as u64 {
-        return Ok(());
+/// The segment sizes the environment sets (`UCX_MM_SEG_SIZE`, `UCX_POSIX_SEG_SIZE`, ...).
+fn segment_settings() -> impl Iterator<Item = (String, String)> {
+    std::env::vars().filter(|(name, _)| SHARED_MEMORY_PREFIXES.iter().any(|p| name.strip_prefix(p) == Some("SEG_SIZE")))
+}
+
+/// Refuses a segment size above [`MM_SEG_MAX`]; a value UCX cannot parse is left to UCX, which
+/// names it.
+fn check_segment_size(name: &str, value: &str) -> std::result::Result<(), String> {
+    match memunits(value) {
+        Some(bytes) if bytes > MM_SEG_MAX as u64 => Err(format!(
+            "{name}={} is more than {MM_SEG_MAX} bytes, the largest segment UCX's shared memory handles (longer messages would be lost)",
+            value.trim()
+        )),
+        _ => Ok(()),
     }
-    Err(format!(
-        "UCX_MM_SEG_SIZE={} is more than {MM_SEG_MAX} bytes, the largest segment UCX's shared memory handles (longer messages would be lost)",
-        value.unwrap_or_default().trim()
-    ))
 }
 
 /// A size in UCX's notation (`8256`, `64k`, `1MB`; `inf` and `auto` count as unlimited).
@@ -156,14 +189,14 @@ unsafe impl Sync for Context {}
 
 impl Context {
     /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale and creates a
-    /// context for tagged messages, active messages and event-fd wake-up. `eager_message` is the
+    /// context for tagged messages, active messages and event-fd wake-up. `longest` is the
     /// longest message that should go in one copy through shared memory rather than by
-    /// rendezvous (which needs the sender to make progress before the receiver has it); 0 keeps
-    /// UCX's segment size.
+    /// rendezvous (which needs the sender to make progress before the receiver has it), up to
+    /// 64 KiB; beyond that, UCX's segment size stays.
     ///
     /// Without `shared_memory` the context leaves out UCX's shared-memory transports (for peers
     /// on this host that shared memory cannot reach: other namespaces).
-    pub fn new(eager_message: usize, shared_memory: bool) -> std::result::Result<Arc<Context>, String> {
+    pub fn new(longest: usize, shared_memory: bool) -> std::result::Result<Arc<Context>, String> {
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
@@ -172,15 +205,14 @@ impl Context {
         })
         .map_err(|e| e.to_string())?;
         if shared_memory && uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
-            if let Err(e) = check_segment_size(std::env::var("UCX_MM_SEG_SIZE").ok().as_deref()) {
+            if let Err(e) = segment_settings().try_for_each(|(name, value)| check_segment_size(&name, &value)) {
                 // SAFETY: the configuration is not used after this.
                 unsafe { sys::ucp_config_release(config) };
                 return Err(e);
             }
             // Shared memory must stay usable on endpoints with peer error handling.
             default_setting(config, "MM_ERROR_HANDLING", "y");
-            if eager_message > 0 {
-                let segment = (eager_message + MM_SEG_HEADROOM).min(MM_SEG_MAX);
+            if let Some(segment) = segment_for(longest) {
                 default_setting(config, "MM_SEG_SIZE", &segment.to_string());
             }
             default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
@@ -218,7 +250,10 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_segment_size, memunits, tls_without_shared_memory, uses_shared_memory, MM_SEG_MAX};
+    use super::{
+        check_segment_size, memunits, segment_for, shared_memory_layout, tls_without_shared_memory, uses_shared_memory,
+        MM_SEG_HEADROOM, MM_SEG_MAX,
+    };
 
     #[test]
     fn shared_memory_settings_only_where_it_may_be_used() {
@@ -250,12 +285,21 @@ mod tests {
 
     #[test]
     fn a_segment_longer_than_ucx_records_is_refused_by_name() {
-        assert!(check_segment_size(None).is_ok());
-        assert!(check_segment_size(Some("65535")).is_ok());
-        assert!(check_segment_size(Some("nonsense")).is_ok(), "left to UCX, which names it");
-        let refused = check_segment_size(Some("64k")).unwrap_err();
-        assert!(refused.contains("UCX_MM_SEG_SIZE=64k") && refused.contains(&MM_SEG_MAX.to_string()), "{refused}");
-        assert!(check_segment_size(Some("inf")).is_err());
+        assert!(check_segment_size("UCX_MM_SEG_SIZE", "65535").is_ok());
+        assert!(check_segment_size("UCX_MM_SEG_SIZE", "nonsense").is_ok(), "left to UCX, which names it");
+        let refused = check_segment_size("UCX_POSIX_SEG_SIZE", "64k").unwrap_err();
+        assert!(refused.contains("UCX_POSIX_SEG_SIZE=64k") && refused.contains(&MM_SEG_MAX.to_string()), "{refused}");
+        assert!(check_segment_size("UCX_MM_SEG_SIZE", "inf").is_err());
+    }
+
+    #[test]
+    fn segments_hold_a_slot_up_to_what_ucx_records() {
+        assert_eq!(segment_for(16384), Some(16384 + MM_SEG_HEADROOM));
+        assert_eq!(segment_for(65536), Some(MM_SEG_MAX));
+        assert_eq!(segment_for(65537), None);
+        assert_eq!(segment_for(0), None);
+        assert_ne!(shared_memory_layout(16384), shared_memory_layout(32768));
+        assert_eq!(shared_memory_layout(1 << 20), shared_memory_layout(2 << 20), "both keep UCX's segments");
     }
 }
 

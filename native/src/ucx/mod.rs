@@ -20,7 +20,7 @@ mod worker;
 
 pub use am::AmHandler;
 pub use completion::{Completion, Wake};
-pub use context::Context;
+pub use context::{shared_memory_layout, Context};
 pub use endpoint::{check_worker_address, Endpoint, ErrorHandler};
 pub use request::{Request, Start};
 pub use worker::{Worker, WorkerLock};

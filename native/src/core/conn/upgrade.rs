@@ -37,6 +37,11 @@ const OFFER_LOOK: Duration = Duration::from_secs(2);
 const TCP_ONLY: &str = "UCX reaches the peer only through its TCP transport, which is slower than the kernel's TCP \
                         (set UCX_TLS to use it anyway)";
 
+/// The same for a peer on this host that shared memory does not reach.
+const TCP_ONLY_ISOLATED: &str = "UCX's shared memory does not reach the peer (another namespace, or another \
+                                 hadronio.slotLength or UCX shared-memory setting) and UCX reaches it only through its \
+                                 TCP transport, which is slower than the kernel's TCP (set UCX_TLS to use it anyway)";
+
 /// Whether the user asked for UCX's transports by name (`UCX_TLS`): then its TCP transport is
 /// used where it is the only one.
 fn ucx_tcp_wanted() -> bool {
@@ -74,7 +79,7 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
         role,
         upgrade,
         secret,
-        identity: identity::ours(),
+        identity: identity::ours(s.slot_len),
         nonce: nonce(),
         offer_wait,
         probe_wait: PROBE_WAIT,
@@ -93,7 +98,7 @@ impl Conn {
             return;
         };
         let s = state.settings;
-        let locality = identity::locality(&identity::ours(), &identity);
+        let locality = identity::locality(&identity::ours(s.slot_len), &identity);
         if may_wait && !hub.lane_is_open(locality) {
             if let Some(me) = self.arc() {
                 if hub.open_lane_later(locality, Arc::<Conn>::downgrade(&me)) {
@@ -197,7 +202,7 @@ impl Conn {
                 let tcp_only = ok && !ucx_tcp_wanted() && state.link.as_ref().is_some_and(Link::tcp_only);
                 if let Some(neg) = &mut state.neg {
                     if tcp_only {
-                        neg.decline(TCP_ONLY);
+                        neg.decline(if state.link.as_ref().is_some_and(Link::isolated) { TCP_ONLY_ISOLATED } else { TCP_ONLY });
                     } else {
                         neg.on_endpoint(result, Instant::now());
                     }

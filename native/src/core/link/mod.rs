@@ -347,6 +347,11 @@ impl Link {
         format!(" over {words} ({})", unique.join(", "))
     }
 
+    /// Whether the peer runs on this host where shared memory does not reach it.
+    pub fn isolated(&self) -> bool {
+        self.lane.isolated()
+    }
+
     /// Whether UCX reaches the peer only through its TCP transport.
     pub fn tcp_only(&self) -> bool {
         let transports = self.transports();
