@@ -2,7 +2,8 @@
 //! connection stays on TCP for good, and a blocking read waits in the kernel's `recv` itself.
 //! Checks that it does (the thread is seen asleep inside `recvmsg`), that `close`, `shutdown_input` and the
 //! peer's end or reset wake it as they should, and that a gathering write arrives whole. Also a
-//! connection that gave the upgrade up: a reset of its raw stream is a reset, not an end.
+//! connection that gave the upgrade up, or whose server reset it right after answering the offer:
+//! a reset of its raw stream is a reset, not an end.
 
 mod common;
 
@@ -178,6 +179,30 @@ fn a_reset_after_the_upgrade_was_given_up_is_a_reset() {
     server.set_option(OPT_SO_LINGER, 0).unwrap();
     server.close();
     let mut buf = [0u8; 16];
+    let error = client.read(&region(&mut buf), true, Some(Duration::from_secs(10))).unwrap_err();
+    assert_eq!(error.status, Status::Reset, "{error}");
+    client.close();
+}
+
+/// A server that closes with `SO_LINGER` 0 right after it answered the client's offer, before
+/// any byte of the application went (netty's `SocketRstTest`): the client reads past the answer's
+/// place (the reset took the urgent byte) and must report the reset, not a clean end of the raw
+/// stream. (When the client took the answer and its reply met the reset, that reply's `send` was
+/// what reported it, and only `rx.reset` tells the reader since.)
+#[test]
+fn a_reset_right_after_the_answer_is_a_reset() {
+    use hadronio::core::conn::OPT_SO_LINGER;
+
+    let (client, server) = connected_pair();
+    // The server takes the client's offer and answers it, then resets the connection.
+    let mut buf = [0u8; 16];
+    for _ in 0..20 {
+        assert_eq!(server.read(&region(&mut buf), false, None).unwrap(), 0);
+        thread::sleep(Duration::from_millis(5));
+    }
+    server.set_option(OPT_SO_LINGER, 0).unwrap();
+    server.close();
+    thread::sleep(Duration::from_millis(50));
     let error = client.read(&region(&mut buf), true, Some(Duration::from_secs(10))).unwrap_err();
     assert_eq!(error.status, Status::Reset, "{error}");
     client.close();

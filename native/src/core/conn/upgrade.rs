@@ -161,7 +161,7 @@ impl Conn {
         if !state.tx.early.is_empty() {
             if let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) {
                 if let Err(e) = stream::release(neg, socket, &state.rx, &mut state.tx) {
-                    state.tx_error.get_or_insert_with(|| Error::io("", &e));
+                    Self::control_send_failed(state, &e);
                 }
             }
         }
@@ -271,10 +271,21 @@ impl Conn {
             Ok(true) => {}
             Ok(false) => state.io.writable = false,
             Err(e) => {
-                // The peer is gone for writing; what it sent before can still be read.
-                state.tx_error.get_or_insert_with(|| Error::io("", &e));
                 neg.out().clear();
+                Self::control_send_failed(state, &e);
             }
+        }
+    }
+
+    /// A send of our own (control bytes, bytes held back during the negotiation) failed: the
+    /// peer is gone for writing, and what it sent before can still be read. A reset reported
+    /// here is no longer pending on the socket (the kernel reports it once), so the reader's
+    /// `recv` would see a clean end of stream: the reader learns of the reset from `rx.reset`,
+    /// as it would from the kernel's channels, whose application made no send that took it.
+    pub(super) fn control_send_failed(state: &mut State, e: &std::io::Error) {
+        state.tx_error.get_or_insert_with(|| Error::io("", e));
+        if e.raw_os_error() == Some(libc::ECONNRESET) {
+            state.rx.reset = true;
         }
     }
 
