@@ -33,8 +33,8 @@
 //! HELLO names the sender's `role` (1 client, 2 server) and a random `nonce` of the connection,
 //! so that a stream that comes back to its sender is recognised; `host` is a digest of the kernel's
 //! boot id, `namespaces` one of the network, IPC, mount and PID namespaces the sender runs in
-//! and of its UCX shared-memory layout (together they decide whether shared memory can reach it), `process` a random number drawn
-//! once per process.
+//! and of its UCX shared-memory layout (together they decide whether shared memory can reach
+//! it), `process` a random number drawn once per process.
 //!
 //! **UCX messages.** Tagged messages to the peer's worker carry a 64-bit tag
 //! `dest id: 32 | kind: 2 | seq: 30`, and every receive matches one tag exactly (so that UCX

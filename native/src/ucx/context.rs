@@ -50,7 +50,7 @@ const MM_SEG_HEADROOM: usize = 256;
 
 /// Largest shared-memory segment UCX can use: its FIFO elements record a message's length in 16
 /// bits, so a longer message's length wraps and the receiver never gets that message.
-pub const MM_SEG_MAX: usize = u16::MAX as usize;
+const MM_SEG_MAX: usize = u16::MAX as usize;
 
 /// Elements of a worker's shared-memory receive FIFO. Our endpoints get no RMA lane on one host
 /// (their description lists none), so rendezvous messages travel through this FIFO too, one
