@@ -96,17 +96,17 @@ impl<'a> Cursor<'a> {
         copied
     }
 
-    /// Copies up to `dst.len()` bytes out of the regions into `dst`; returns how many.
+    /// Appends up to `max` bytes out of the regions to `dst`; returns how many.
     ///
     /// # Safety
     /// Every region must be valid readable memory for the duration of the call and must not
-    /// overlap `dst`.
-    pub unsafe fn drain_into(&mut self, dst: &mut [u8]) -> usize {
+    /// overlap `dst`'s allocation.
+    pub unsafe fn drain_append(&mut self, dst: &mut Vec<u8>, max: usize) -> usize {
         let mut copied = 0;
-        while copied < dst.len() {
-            let Some((addr, len)) = self.chunk(dst.len() - copied) else { break };
+        while copied < max {
+            let Some((addr, len)) = self.chunk(max - copied) else { break };
             // SAFETY: as documented above.
-            unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, dst[copied..].as_mut_ptr(), len) };
+            dst.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
             self.advance(len);
             copied += len;
         }
@@ -151,10 +151,10 @@ mod tests {
         ];
         let mut cursor = Cursor::new(&regions);
         assert_eq!(cursor.chunk(10), Some((a.as_ptr() as usize, 3)));
-        let mut out = [0u8; 5];
+        let mut out = b"x".to_vec();
         // SAFETY: the regions point to the live local arrays above.
-        assert_eq!(unsafe { cursor.drain_into(&mut out) }, 5);
-        assert_eq!(&out, b"abcde");
+        assert_eq!(unsafe { cursor.drain_append(&mut out, 5) }, 5);
+        assert_eq!(&out, b"xabcde");
         assert_eq!(cursor.pieces().collect::<Vec<_>>(), vec![(c.as_ptr() as usize + 2, 2)]);
         cursor.advance(2);
         assert_eq!(cursor.remaining(), 0);

@@ -217,12 +217,8 @@ impl Link {
         if let Some(tail) = self.staged.back_mut() {
             if !tail.posted && tail.data.len() < peer.slot_len {
                 let room = peer.slot_len - tail.data.len();
-                let n = room.min(src.remaining());
-                let old = tail.data.len();
-                tail.data.resize(old + n, 0);
                 // SAFETY: the source regions are caller memory valid for this call.
-                let copied = unsafe { src.drain_into(&mut tail.data[old..]) };
-                tail.data.truncate(old + copied);
+                let copied = unsafe { src.drain_append(&mut tail.data, room) };
                 self.staged_bytes += copied;
                 return true;
             }
@@ -242,11 +238,8 @@ impl Link {
         buf.data.clear();
         buf.posted = false;
         buf.status.start();
-        let n = peer.slot_len.min(src.remaining());
-        buf.data.resize(n, 0);
         // SAFETY: the source regions are caller memory valid for this call.
-        let copied = unsafe { src.drain_into(&mut buf.data) };
-        buf.data.truncate(copied);
+        let copied = unsafe { src.drain_append(&mut buf.data, peer.slot_len) };
         self.staged_bytes += copied;
         self.staged.push_back(buf);
         true
