@@ -37,6 +37,13 @@ import org.junit.runners.Parameterized.Parameters;
  * shared memory does not reach the peer and UCX would only add its TCP transport to the kernel's, so
  * hadroNIO keeps every connection on TCP and says why.
  *
+ * <p>Shared-memory layouts, hadroNIO: {@code slots-S-C}, the server with {@code hadronio.slotLength}
+ * S KiB, the client with C KiB (the slot length sizes UCX's shared-memory segments, up to 64 KiB). A
+ * sender writes into the receiver's segments as its own settings size them, and one with larger
+ * segments wrote past the other's (that JVM crashed in UCX): with different sizes every connection
+ * stays on TCP and says why; with 64 KiB on both sides (segments at UCX's 65,535-byte limit) they use
+ * shared memory.
+ *
  * <p>Each row records the bytes verified and the throughput (both directions, all connections, from
  * the first START to the last END) as figures.
  */
@@ -56,6 +63,9 @@ public class IntegrityTest {
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "shm"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp"});
         rows.add(new Object[] {Reliability.Provider.HADRONIO, "tcp-eager"});
+        for (String layout : new String[] {"slots-64-16", "slots-16-32", "slots-64-64"}) {
+            rows.add(new Object[] {Reliability.Provider.HADRONIO, layout});
+        }
         for (String container : new String[] {"netns", "ipc"}) {
             for (Reliability.Provider provider : Reliability.Provider.values()) {
                 rows.add(new Object[] {provider, container});
@@ -68,8 +78,8 @@ public class IntegrityTest {
     public Reliability.Provider provider;
     /**
      * {@code kernel} (JDK), {@code shm} (UCX defaults), {@code tcp} ({@code UCX_TLS=tcp}),
-     * {@code tcp-eager} (also {@code UCX_RNDV_THRESH=1048576}), or a container: {@code netns},
-     * {@code ipc}.
+     * {@code tcp-eager} (also {@code UCX_RNDV_THRESH=1048576}), a container: {@code netns},
+     * {@code ipc}, or slot lengths in KiB: {@code slots-<server>-<client>}.
      */
     @Parameter(1)
     public String transport;
@@ -83,6 +93,16 @@ public class IntegrityTest {
         return transport.equals("netns") || transport.equals("ipc");
     }
 
+    /** The slot length in KiB of the server ({@code 1}) or client ({@code 2}) in a layout row. */
+    private int slotKib(int side) {
+        return Integer.parseInt(transport.split("-")[side]);
+    }
+
+    /** A layout row whose two JVMs lay their shared memory out differently. */
+    private boolean layoutsDiffer() {
+        return transport.startsWith("slots-") && slotKib(1) != slotKib(2);
+    }
+
     /** {@code server}: the listening side (in namespace A of a veth pair, on the host otherwise). */
     private ChildJvm start(VethPair pair, boolean server, String name, Object... args) throws Exception {
         ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
@@ -92,6 +112,9 @@ public class IntegrityTest {
         }
         if (transport.equals("tcp-eager")) {
             builder.env("UCX_RNDV_THRESH", String.valueOf(EAGER_LIMIT));
+        }
+        if (transport.startsWith("slots-")) {
+            builder.jvm("-Dhadronio.slotLength=" + slotKib(server ? 1 : 2) * 1024);
         }
         if (pair != null) {
             builder.prefix(pair.exec(server));
@@ -172,6 +195,13 @@ public class IntegrityTest {
                 for (Map.Entry<Integer, String[]> entry : paths.entrySet()) {
                     String path = String.join(" ", entry.getValue());
                     String what = child.name() + ", connection " + entry.getKey() + ": " + path;
+                    if (layoutsDiffer()) {
+                        // The side that gives the upgrade up names why; the other says the peer did.
+                        assertTrue("on TCP, for the layout: " + what,
+                                path.startsWith("tcp (UCX's shared memory does not reach the peer (another namespace, or another hadronio.slotLength")
+                                        || path.startsWith("tcp (the peer gave up the upgrade)"));
+                        continue;
+                    }
                     if (container()) {
                         assertTrue("on TCP, for a reason: " + what,
                                 path.startsWith("tcp (") && !path.startsWith("tcp (not upgraded yet"));
@@ -183,7 +213,7 @@ public class IntegrityTest {
                     }
                     assertTrue("upgraded to UCX: " + what, path.startsWith("ucx"));
                     boolean sharedMemory = path.matches(".*lane\\[\\d+\\]:.*(posix|sysv|cma)/.*");
-                    if (transport.equals("shm")) {
+                    if (transport.equals("shm") || transport.startsWith("slots-")) {
                         assertTrue("a shared-memory lane: " + what, sharedMemory);
                     } else {
                         assertTrue("a TCP lane: " + what, path.matches(".*lane\\[\\d+\\]:.*tcp/.*"));
