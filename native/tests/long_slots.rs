@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
-use common::{connected_pair, region, upgrade};
+use common::{connected_pair, read_exactly, region, upgrade};
 
 const SLOT: u32 = 64 * 1024;
 const TOTAL: usize = 1 << 20;
@@ -33,13 +33,7 @@ fn pattern(i: usize) -> u8 {
 /// Reads `TOTAL` bytes and checks them against the pattern.
 fn read_all(conn: &Conn) {
     let mut buf = vec![0u8; TOTAL];
-    let mut got = 0;
-    while got < TOTAL {
-        match conn.read(&region(&mut buf[got..]), true, Some(STALL)) {
-            Ok(n) => got += n,
-            Err(e) => panic!("after {got} of {TOTAL} bytes: {e:?}"),
-        }
-    }
+    read_exactly(conn, &mut buf, Some(STALL));
     let wrong = (0..TOTAL).find(|&i| buf[i] != pattern(i));
     assert_eq!(wrong, None, "first wrong byte");
 }

@@ -16,7 +16,7 @@ use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
-use common::{region, upgrade};
+use common::{read_exactly, region, upgrade};
 
 const WORKERS: usize = 2;
 
@@ -25,13 +25,6 @@ fn setup() {
     ONCE.call_once(|| {
         assert!(Settings::install(Settings { blocking_workers: WORKERS, ..Settings::default() }));
     });
-}
-
-fn read_exactly(conn: &Conn, buf: &mut [u8]) {
-    let mut got = 0;
-    while got < buf.len() {
-        got += conn.read(&region(&mut buf[got..]), true, None).unwrap();
-    }
 }
 
 /// `count` blocking connections (client, server), each after round trips until both ends went
@@ -73,7 +66,7 @@ fn channels_beyond_the_budget_share_hubs_and_each_thread_gets_its_own_bytes() {
         thread::spawn(move || {
             let mut buf = [0u8; 64];
             for _ in 0..ROUNDS {
-                read_exactly(&server, &mut buf);
+                read_exactly(&server, &mut buf, None);
                 server.write(&region(&mut buf), true).unwrap();
             }
         });
@@ -86,7 +79,7 @@ fn channels_beyond_the_budget_share_hubs_and_each_thread_gets_its_own_bytes() {
                 message[1..9].copy_from_slice(&(round as u64).to_le_bytes());
                 client.write(&region(&mut message.clone()), true).unwrap();
                 let mut echo = [0u8; 64];
-                read_exactly(&client, &mut echo);
+                read_exactly(&client, &mut echo, None);
                 assert_eq!(echo, message, "connection {index}, round {round}: not its own echo");
             }
             done.send(index).unwrap();

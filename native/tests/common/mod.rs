@@ -53,6 +53,18 @@ pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn
 /// flow over TCP) if none was ready.
 const UPGRADE_WAIT: Duration = Duration::from_secs(10);
 
+/// Fills `buf` with blocking reads, each waiting at most `stall` (`None`: for ever); panics with
+/// how far it got when a read fails or times out.
+pub fn read_exactly(conn: &Conn, buf: &mut [u8], stall: Option<Duration>) {
+    let mut got = 0;
+    while got < buf.len() {
+        match conn.read(&region(&mut buf[got..]), true, stall) {
+            Ok(n) => got += n,
+            Err(e) => panic!("after {got} of {} bytes: {e:?}", buf.len()),
+        }
+    }
+}
+
 /// Echo round trips in blocking mode until both sides of a new connection have switched to UCX.
 pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
     let deadline = Instant::now() + UPGRADE_WAIT;
@@ -60,15 +72,9 @@ pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
         let mut hello = vec![round; 1000];
         assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
         let mut echo = vec![0u8; hello.len()];
-        let mut got = 0;
-        while got < echo.len() {
-            got += server.read(&region(&mut echo[got..]), true, None).unwrap();
-        }
+        read_exactly(server, &mut echo, None);
         assert_eq!(server.write(&region(&mut echo), true).unwrap(), echo.len());
-        got = 0;
-        while got < hello.len() {
-            got += client.read(&region(&mut hello[got..]), true, None).unwrap();
-        }
+        read_exactly(client, &mut hello, None);
         assert!(hello.iter().all(|&b| b == round), "round {round}: echo differs");
         if client.describe().starts_with("ucx") && server.describe().starts_with("ucx") {
             return;
