@@ -194,12 +194,6 @@ pub fn read<W: Wire>(
         if neg.deliverable() && !rx.inbox.is_empty() {
             if let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) {
                 read.delivered += rx.inbox.drain_into(dst);
-                if matches!(neg.next(), Next::Raw(watch) if watch.strict() || (watch == Watch::Accept && neg.looking(now))) {
-                    // Bytes read ahead are this call's receive: a look at the socket behind
-                    // them would cost three system calls while a mark may come (a server's
-                    // first request, read with the offer, is all there is as a rule).
-                    return Ok(read);
-                }
                 continue;
             }
         }
@@ -312,34 +306,32 @@ fn raw<W: Wire>(
             }
         };
     }
-    // The kernel counts the bytes before a pending mark (`SIOCINQ`), none at one: bytes to read
-    // mean the read position is not at a mark (one arriving now lies behind them).
+    if wire.at_mark()? {
+        let urgent = match wire.recv_urgent() {
+            // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
+            // is that (the protocol allows no other), and the frames after it must not pass as raw
+            // bytes; elsewhere the stream stays raw whatever the byte was.
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => (watch == Watch::Mark).then(|| neg.peer_mark()),
+            other => other?,
+        };
+        match urgent {
+            Some(byte) => {
+                neg.on_mark(byte, true, now)?;
+                rx.pass_due = rx.pass_due || neg.must_pass_mark();
+            }
+            None => {
+                // A mark whose byte was read before: the ACCEPT we were reading towards, or one
+                // that did not count (a client's own offer coming back). Read past it.
+                if watch == Watch::Reach {
+                    neg.on_mark_reached(now);
+                }
+                rx.pass_due = true;
+            }
+        }
+        return Ok(Step::Progress(0));
+    }
     let limit = wire.before_mark()?;
     if limit == 0 {
-        if wire.at_mark()? {
-            let urgent = match wire.recv_urgent() {
-                // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
-                // is that (the protocol allows no other), and the frames after it must not pass as raw
-                // bytes; elsewhere the stream stays raw whatever the byte was.
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => (watch == Watch::Mark).then(|| neg.peer_mark()),
-                other => other?,
-            };
-            match urgent {
-                Some(byte) => {
-                    neg.on_mark(byte, true, now)?;
-                    rx.pass_due = rx.pass_due || neg.must_pass_mark();
-                }
-                None => {
-                    // A mark whose byte was read before: the ACCEPT we were reading towards, or one
-                    // that did not count (a client's own offer coming back). Read past it.
-                    if watch == Watch::Reach {
-                        neg.on_mark_reached(now);
-                    }
-                    rx.pass_due = true;
-                }
-            }
-            return Ok(Step::Progress(0));
-        }
         // Nothing before a mark: either nothing at all, or the end of the stream, or a mark
         // that arrived just now (the next look finds it).
         return if wire.peek()? { Ok(Step::Progress(0)) } else { Ok(Step::Eof) };

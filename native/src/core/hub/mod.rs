@@ -417,11 +417,10 @@ impl Hub {
     }
 
     /// Makes the threads waiting for connection `id` check their conditions again: its
-    /// followers, and the leader if it sleeps in epoll (one about to sleep looks at its
-    /// condition after it said so, see [`Hub::wake`]). Call after the change they wait for.
+    /// followers, and the leader (asleep in epoll or about to be).
     pub fn wake_conn(&self, id: u32) {
         self.followers.wake_key(id);
-        self.wake();
+        self.wake.notify();
     }
 
     /// Runs UCX progress on every lane and handles what it completed. Returns whether anything
@@ -555,7 +554,7 @@ impl Hub {
                 false
             }
         };
-        let events = if events { self.dispatch_ready(Some(Duration::ZERO), false) } else { 0 };
+        let events = if events { self.dispatch_ready(Some(Duration::ZERO)) } else { 0 };
         self.progress_nested();
         drop(guard);
         if progressed || events > 0 {
@@ -565,7 +564,7 @@ impl Hub {
         self.followers.hand_over();
     }
 
-    fn dispatch_ready(&self, timeout: Option<Duration>, slept: bool) -> usize {
+    fn dispatch_ready(&self, timeout: Option<Duration>) -> usize {
         let mut events = [Event::default(); 64];
         let began = self.created.elapsed().as_nanos().max(1) as u64;
         let n = match self.epoll.wait(&mut events, timeout) {
@@ -576,11 +575,6 @@ impl Hub {
                 0
             }
         };
-        if slept {
-            // Awake again: what the events make ready must not write the wake event fd for this
-            // very thread (it looks at its condition again before it sleeps next).
-            self.sleeping.store(false, Ordering::SeqCst);
-        }
         for event in &events[..n] {
             self.dispatch(*event);
         }
@@ -752,7 +746,7 @@ impl Hub {
                     }
                     rounds += 1;
                     if rounds % 64 == 0 {
-                        if self.dispatch_ready(Some(Duration::ZERO), false) > 0 {
+                        if self.dispatch_ready(Some(Duration::ZERO)) > 0 {
                             self.followers.signal();
                         }
                         self.progress_nested();
@@ -798,7 +792,8 @@ impl Hub {
                 timeout = Some(timeout.map_or(GRAVE_CHECK, |t| t.min(GRAVE_CHECK)));
             }
             stats::count(Counter::Sleeps);
-            self.dispatch_ready(timeout, true);
+            self.dispatch_ready(timeout);
+            self.sleeping.store(false, Ordering::SeqCst);
             self.followers.signal();
         }
     }
