@@ -74,8 +74,6 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
         }
     };
     let secret = s.secret.clone();
-    // With a secret the client's bytes wait for the peer's proof, which follows its mark.
-    let mark_delay = if secret.is_some() { Duration::ZERO } else { Duration::from_millis(s.upgrade_delay_ms) };
     let offer_wait = if secret.is_some() { Duration::from_millis(s.offer_ms) } else { OFFER_LOOK };
     Policy {
         role,
@@ -86,7 +84,6 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
         offer_wait,
         probe_wait: PROBE_WAIT,
         auth_wait: AUTH_WAIT,
-        mark_delay,
     }
 }
 

@@ -387,7 +387,6 @@ pub fn policy(role: Role, secret: Option<&[u8]>, nonce: u64) -> Policy {
         offer_wait: Duration::from_millis(200),
         probe_wait: Duration::from_millis(500),
         auth_wait: Duration::from_millis(1000),
-        mark_delay: Duration::ZERO,
     }
 }
 
@@ -523,10 +522,6 @@ impl Side {
                 let mut src = Cursor::new(&regions);
                 write(&mut self.neg, &self.wire, &self.rx, &mut self.tx, &mut src).expect("simulated write");
                 self.sent += src.moved();
-                if src.moved() > 0 && self.neg.pending() {
-                    // As the connection does: each write that sent bytes counts.
-                    self.neg.on_write(now);
-                }
             } else {
                 let _ = release(&mut self.neg, &self.wire, &self.rx, &mut self.tx);
             }
@@ -567,17 +562,7 @@ pub fn shaped_net(seed: u64) -> std::rc::Rc<RefCell<Net>> {
     net
 }
 
-pub fn run_pair(seed: u64, client: Policy, server: Policy, lengths: (usize, usize), broken: bool) -> (Side, Side) {
-    run_sides(seed, client, server, lengths, broken, true)
-}
-
-/// [`run_pair`] where each side shuts its output down as soon as its bytes are out, even while
-/// the upgrade is undecided (`patient` false), as a connection per request does.
-pub fn run_short(seed: u64, client: Policy, server: Policy, lengths: (usize, usize)) -> (Side, Side) {
-    run_sides(seed, client, server, lengths, false, false)
-}
-
-fn run_sides(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize, usize), broken: bool, patient: bool) -> (Side, Side) {
+pub fn run_pair(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize, usize), broken: bool) -> (Side, Side) {
     if broken {
         client.probe_wait = Duration::from_millis(1);
         server.probe_wait = Duration::from_millis(1);
@@ -587,8 +572,8 @@ fn run_sides(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize,
     let ucx = RefCell::new(Ucx { broken, ..Ucx::default() });
     let mut client = Side::new(0, client, a, pattern(lengths.0, 1));
     let mut server = Side::new(1, server, b, pattern(lengths.1, 2));
-    client.patient = patient;
-    server.patient = patient;
+    client.patient = true;
+    server.patient = true;
     let mut rng = Rng::new(seed ^ 0x5555);
     let start = Instant::now();
     client.neg.on_connected(start);
