@@ -38,6 +38,9 @@ pub struct Settings {
     /// With a secret: how long a client holds its bytes waiting for a hadroNIO server's answer
     /// to its offer before it treats the server as a plain one, in milliseconds.
     pub offer_ms: u64,
+    /// Without a secret: how long after connecting a client that wrote once starts the upgrade
+    /// (its second write starts it at once), in milliseconds; 0: at once.
+    pub upgrade_delay_ms: u64,
     /// Which connections may upgrade (`hadronio.rules`).
     pub rules: Rules,
 }
@@ -57,6 +60,7 @@ impl Default for Settings {
             blocking_workers: 16,
             secret: None,
             offer_ms: 200,
+            upgrade_delay_ms: 20,
             rules: Rules::default(),
         }
     }
@@ -64,7 +68,7 @@ impl Default for Settings {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 11] = [
+pub const SETTING_NAMES: [&str; 12] = [
     "slots",
     "slotLength",
     "sendBufferLength",
@@ -76,6 +80,7 @@ pub const SETTING_NAMES: [&str; 11] = [
     "spareWorkers",
     "offerMillis",
     "blockingWorkers",
+    "upgradeDelayMillis",
 ];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -107,6 +112,7 @@ impl Settings {
             secret: secret.and_then(Secret::new),
             offer_ms: range(9, 0, 60_000)? as u64,
             blocking_workers: range(10, 1, 4096)? as usize,
+            upgrade_delay_ms: range(11, 0, 60_000)? as u64,
             rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
         })
     }
@@ -132,6 +138,7 @@ impl Settings {
         note(self.blocking_workers != default.blocking_workers, "blockingWorkers", self.blocking_workers.to_string());
         note(self.secret.is_some(), "secret", String::from("(set)"));
         note(self.offer_ms != default.offer_ms, "offerMillis", self.offer_ms.to_string());
+        note(self.upgrade_delay_ms != default.upgrade_delay_ms, "upgradeDelayMillis", self.upgrade_delay_ms.to_string());
         changes
     }
 
@@ -152,22 +159,24 @@ mod tests {
 
     #[test]
     fn changes_name_what_differs_from_the_defaults() {
-        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 16];
+        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 16, 20];
         assert!(Settings::from_values(&values, None, "").unwrap().changes().is_empty());
         values[0] = 8;
         values[5] = 0;
+        values[11] = 0;
         let changes = Settings::from_values(&values, Some(b"x"), "").unwrap().changes();
-        assert_eq!(changes, ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)"]);
+        assert_eq!(changes, ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)", "hadronio.upgradeDelayMillis=0"]);
     }
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2, 5];
         let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
         assert_eq!(s.spare_workers, 4);
         assert_eq!(s.blocking_workers, 2);
+        assert_eq!(s.upgrade_delay_ms, 5);
         assert!(s.ucx && !s.ipv6);
         assert!(s.secret.is_some());
         assert!(Settings::from_values(&good, Some(b""), "").unwrap().secret.is_none());
@@ -186,6 +195,9 @@ mod tests {
         let mut bad = good;
         bad[10] = 0;
         assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("blockingWorkers = 0"));
+        let mut bad = good;
+        bad[11] = 60_001;
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("upgradeDelayMillis = 60001"));
         assert!(Settings::from_values(&good[..3], None, "").is_err());
         let error = Settings::from_values(&good, None, "udp *").unwrap_err();
         assert!(error.contains("hadronio.rules='udp *'") && error.contains("'udp' is not 'ucx' or 'tcp'"), "{error}");

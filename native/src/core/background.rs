@@ -157,7 +157,16 @@ impl Background {
 
     /// Calls `channel`'s [`Events::on_deadline`] at `at` (or soon after).
     pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
-        self.timers.lock().push(Reverse(Timer { at, channel }));
+        {
+            let mut timers = self.timers.lock();
+            // A timer that is due no sooner than one already there needs no wake: the thread
+            // wakes for the earlier one and then sees it (every connection asks for one).
+            let later = timers.peek().is_some_and(|Reverse(first)| first.at <= at);
+            timers.push(Reverse(Timer { at, channel }));
+            if later {
+                return;
+            }
+        }
         self.changed.store(true, Ordering::SeqCst);
         self.hub.wake_always();
         let _guard = self.idle_lock.lock();

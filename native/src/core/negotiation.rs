@@ -57,6 +57,9 @@ pub struct Policy {
     pub probe_wait: Duration,
     /// With a secret: how long the peer has to prove it once it offered or accepted.
     pub auth_wait: Duration,
+    /// Client: how long after connecting its mark waits for a second write before it goes
+    /// anyway (zero: at once, as it must with a secret). See [`Negotiation::on_write`].
+    pub mark_delay: Duration,
 }
 
 /// How the connection must read the next bytes of the peer's TCP stream.
@@ -137,8 +140,9 @@ enum Stage {
     /// Client: OFFER sent; no ACCEPT seen yet. `waited`: the offer wait passed (with a secret,
     /// the bytes held back then go out raw; a later answer still counts).
     Offered { since: Instant, waited: bool },
-    /// Client: ACCEPT seen; our mark goes out once reads passed its offset.
-    Answered,
+    /// Client: ACCEPT seen; our mark goes out once reads passed its offset (`reached`) and the
+    /// connection carried a second write or is [`Policy::mark_delay`] old.
+    Answered { reached: bool },
     /// Server: the client's first stream byte tells whether it offers.
     Listening,
     /// Server: ACCEPT sent; the client's mark is due.
@@ -248,6 +252,9 @@ pub struct Negotiation {
     /// Our shutdown ended the upgrade before it was decided: the peer's offer, answer or mark
     /// may still be on its way.
     cut_short: bool,
+    /// Client: when the TCP connection came up, and how many writes the application made.
+    connected_at: Option<Instant>,
+    writes: u32,
 }
 
 impl Negotiation {
@@ -275,6 +282,8 @@ impl Negotiation {
             auth: Auth::default(),
             output_done: false,
             cut_short: false,
+            connected_at: None,
+            writes: 0,
         }
     }
 
@@ -369,6 +378,7 @@ impl Negotiation {
         };
         let other = match &self.stage {
             Stage::Offered { since, waited: false } => Some(*since + self.policy.offer_wait),
+            Stage::Answered { reached: true } => self.mark_time(),
             Stage::Greeting(greeting) => match greeting.endpoint {
                 Endpoint::Probing { deadline } => Some(deadline),
                 _ => None,
@@ -405,7 +415,12 @@ impl Negotiation {
     pub fn pending(&self) -> bool {
         matches!(
             self.stage,
-            Stage::Connecting | Stage::Offered { .. } | Stage::Answered | Stage::Listening | Stage::Accepted | Stage::Greeting(_)
+            Stage::Connecting
+                | Stage::Offered { .. }
+                | Stage::Answered { .. }
+                | Stage::Listening
+                | Stage::Accepted
+                | Stage::Greeting(_)
         )
     }
 
@@ -491,6 +506,7 @@ impl Negotiation {
     /// Client: the TCP connection is up.
     pub fn on_connected(&mut self, now: Instant) {
         if matches!(self.stage, Stage::Connecting) {
+            self.connected_at = Some(now);
             self.urgent = Some(protocol::URGENT_OFFER);
             self.stage = Stage::Offered { since: now, waited: false };
             self.rx = Rx::Raw(Watch::Accept);
@@ -533,12 +549,12 @@ impl Negotiation {
                     // urgent data: not an answer.
                     return Ok(());
                 }
-                self.stage = Stage::Answered;
+                self.stage = Stage::Answered { reached: false };
                 self.rx = Rx::Raw(Watch::Reach);
                 self.auth.since = Some(now);
                 if at_mark {
                     // Already at its offset: the caller passes it, then our mark can go.
-                    self.send_mark(now);
+                    self.reached(now);
                 }
             }
             (Watch::Mark, _) => {
@@ -569,14 +585,53 @@ impl Negotiation {
     /// offset before it sends [`Negotiation::urgent`] (see the protocol's rule on marks).
     pub fn must_pass_mark(&self) -> bool {
         matches!(self.urgent, Some(protocol::URGENT_ACCEPT) | Some(protocol::URGENT_MARK_CLIENT))
+            || matches!(self.stage, Stage::Answered { reached: true })
     }
 
     /// Client in [`Watch::Reach`]: the read position reached the ACCEPT's offset. The caller
     /// passes it (reads past it) before sending our mark.
     pub fn on_mark_reached(&mut self, now: Instant) {
-        if matches!(self.stage, Stage::Answered) {
-            self.send_mark(now);
+        if matches!(self.stage, Stage::Answered { reached: false }) {
+            self.reached(now);
         }
+    }
+
+    /// A write of the application sent bytes (once per call). After a client's second one its
+    /// mark goes (true: it is queued) if the ACCEPT's offset was reached: a connection that
+    /// carries one request and its answer and then closes (a connection per request) stays on
+    /// TCP, where it costs what the kernel's connections cost, and the upgrade goes to
+    /// connections that carry more.
+    pub fn on_write(&mut self, now: Instant) -> bool {
+        self.writes = self.writes.saturating_add(1);
+        if matches!(self.stage, Stage::Answered { reached: true }) && self.mark_due(now) {
+            self.send_mark(now);
+            return true;
+        }
+        false
+    }
+
+    /// Client: the ACCEPT's offset was reached; our mark goes now or when it is due.
+    fn reached(&mut self, now: Instant) {
+        self.stage = Stage::Answered { reached: true };
+        if self.mark_due(now) {
+            self.send_mark(now);
+        } else {
+            // The server's mark can only follow ours: ordinary reads until then.
+            self.rx = Rx::Raw(Watch::Nothing);
+        }
+    }
+
+    /// When a client's mark goes at the latest (none: at once).
+    fn mark_time(&self) -> Option<Instant> {
+        match self.connected_at {
+            Some(at) if !self.policy.mark_delay.is_zero() => Some(at + self.policy.mark_delay),
+            _ => None,
+        }
+    }
+
+    /// Whether a client's mark may go now: a second write came, or the connection is old enough.
+    fn mark_due(&self, now: Instant) -> bool {
+        self.writes >= 2 || self.mark_time().is_none_or(|at| now >= at)
     }
 
     /// Our mark, MAGIC, HELLO (and the challenge with a secret): from here on our stream
@@ -939,6 +994,10 @@ impl Negotiation {
         }
         let offer_wait = self.policy.offer_wait;
         let probe_wait = self.policy.probe_wait;
+        if matches!(self.stage, Stage::Answered { reached: true }) && self.mark_due(now) {
+            self.send_mark(now);
+            return Ok(());
+        }
         match &mut self.stage {
             Stage::Offered { since, waited } if !*waited && now >= *since + offer_wait => {
                 // No answer in time: a plain server, as far as can be told (a late answer still
@@ -991,6 +1050,8 @@ impl Negotiation {
         match self.stage {
             Stage::Listening => self.decide_plain(TcpReason::PlainPeer, "the peer closed before speaking"),
             Stage::Offered { .. } => self.decide_plain(TcpReason::PlainPeer, "the peer closed without answering the offer"),
+            // Our mark waited for a second write, and the peer is done: no upgrade to start.
+            Stage::Answered { .. } => self.decide_plain(TcpReason::Other, "the peer closed before the upgrade"),
             _ => {}
         }
     }

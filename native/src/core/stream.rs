@@ -188,8 +188,15 @@ pub fn read<W: Wire>(
 ) -> Result<Read, Failure> {
     let mut read = Read::default();
     loop {
-        if rx.pass_due && !pass(wire, rx).map_err(Failure::Io)? {
-            return Ok(read);
+        if rx.pass_due {
+            let open = !rx.eof;
+            if !pass(wire, rx).map_err(Failure::Io)? {
+                return Ok(read);
+            }
+            if open && rx.eof {
+                // The stream ended right behind the mark.
+                neg.on_eof();
+            }
         }
         if neg.deliverable() && !rx.inbox.is_empty() {
             if let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) {

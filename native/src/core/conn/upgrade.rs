@@ -74,6 +74,8 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
         }
     };
     let secret = s.secret.clone();
+    // With a secret the client's bytes wait for the peer's proof, which follows its mark.
+    let mark_delay = if secret.is_some() { Duration::ZERO } else { Duration::from_millis(s.upgrade_delay_ms) };
     let offer_wait = if secret.is_some() { Duration::from_millis(s.offer_ms) } else { OFFER_LOOK };
     Policy {
         role,
@@ -84,6 +86,7 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
         offer_wait,
         probe_wait: PROBE_WAIT,
         auth_wait: AUTH_WAIT,
+        mark_delay,
     }
 }
 
@@ -380,7 +383,10 @@ impl Conn {
         let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) else { return Ok(0) };
         match stream::read(neg, socket, &mut state.rx, dst, Instant::now()) {
             Ok(read) => {
-                if read.blocked {
+                // A short receive drained the socket, unless its end was reported already: then
+                // the end waits behind the bytes, with no edge to come (the kernel's selector
+                // reports such a socket readable until its end is read).
+                if read.blocked && !state.io.ended {
                     state.io.readable = false;
                 }
                 stats::add(Counter::BytesReceivedTcp, read.delivered as u64);

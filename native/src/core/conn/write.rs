@@ -94,6 +94,10 @@ impl Conn {
         let before = src.moved();
         let result = stream::write(neg, socket, &state.rx, &mut state.tx, src);
         stats::add(Counter::BytesSentTcp, (src.moved() - before) as u64);
+        if before == 0 && src.moved() > 0 && neg.pending() && neg.on_write(Instant::now()) {
+            // A second write brought the client's mark: it goes out now.
+            self.flush_control(state);
+        }
         match result {
             Ok(()) => {
                 if src.remaining() > 0 && src.moved() == before && mode != WriteMode::Hold {

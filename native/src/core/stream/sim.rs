@@ -387,6 +387,7 @@ pub fn policy(role: Role, secret: Option<&[u8]>, nonce: u64) -> Policy {
         offer_wait: Duration::from_millis(200),
         probe_wait: Duration::from_millis(500),
         auth_wait: Duration::from_millis(1000),
+        mark_delay: Duration::ZERO,
     }
 }
 
@@ -522,6 +523,10 @@ impl Side {
                 let mut src = Cursor::new(&regions);
                 write(&mut self.neg, &self.wire, &self.rx, &mut self.tx, &mut src).expect("simulated write");
                 self.sent += src.moved();
+                if src.moved() > 0 && self.neg.pending() {
+                    // As the connection does: each write that sent bytes counts.
+                    self.neg.on_write(now);
+                }
             } else {
                 let _ = release(&mut self.neg, &self.wire, &self.rx, &mut self.tx);
             }
@@ -562,7 +567,23 @@ pub fn shaped_net(seed: u64) -> std::rc::Rc<RefCell<Net>> {
     net
 }
 
-pub fn run_pair(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize, usize), broken: bool) -> (Side, Side) {
+pub fn run_pair(seed: u64, client: Policy, server: Policy, lengths: (usize, usize), broken: bool) -> (Side, Side) {
+    run_sides(seed, client, server, lengths, broken, (true, true))
+}
+
+/// [`run_pair`] where each side shuts its output down as soon as its bytes are out, even while
+/// the upgrade is undecided (`patient` false), as a connection per request does.
+pub fn run_short(seed: u64, client: Policy, server: Policy, lengths: (usize, usize)) -> (Side, Side) {
+    run_sides(seed, client, server, lengths, false, (false, false))
+}
+
+/// [`run_short`] where only the server is short: the client shuts its output down once the
+/// upgrade is decided.
+pub fn run_server_short(seed: u64, client: Policy, server: Policy, lengths: (usize, usize)) -> (Side, Side) {
+    run_sides(seed, client, server, lengths, false, (true, false))
+}
+
+fn run_sides(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize, usize), broken: bool, patient: (bool, bool)) -> (Side, Side) {
     if broken {
         client.probe_wait = Duration::from_millis(1);
         server.probe_wait = Duration::from_millis(1);
@@ -572,8 +593,7 @@ pub fn run_pair(seed: u64, mut client: Policy, mut server: Policy, lengths: (usi
     let ucx = RefCell::new(Ucx { broken, ..Ucx::default() });
     let mut client = Side::new(0, client, a, pattern(lengths.0, 1));
     let mut server = Side::new(1, server, b, pattern(lengths.1, 2));
-    client.patient = true;
-    server.patient = true;
+    (client.patient, server.patient) = patient;
     let mut rng = Rng::new(seed ^ 0x5555);
     let start = Instant::now();
     client.neg.on_connected(start);

@@ -3,7 +3,9 @@
 //! banners, secrets, failed probes), with random arrival steps and partial sends, checking that
 //! each application reads exactly the bytes the other one wrote.
 
-use super::sim::{against_plain, pattern, policy, run_pair};
+use std::time::Duration;
+
+use super::sim::{against_plain, pattern, policy, run_pair, run_server_short, run_short};
 use crate::core::negotiation::TcpReason;
 use crate::core::protocol::Role;
 
@@ -16,6 +18,51 @@ fn two_hadronio_sides_upgrade_and_deliver_every_byte() {
         assert_eq!(server.neg.path(), "ucx", "seed {seed}");
         assert!(server.received == pattern(20_000, 1), "seed {seed}: server got {} bytes", server.received.len());
         assert!(client.received == pattern(15_000, 2), "seed {seed}: client got {} bytes", client.received.len());
+    }
+}
+
+#[test]
+fn a_client_that_writes_once_upgrades_when_its_mark_delay_passes() {
+    for seed in 0..50 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_millis(5);
+        // One byte: a single write, so only the delay can bring the mark.
+        let (client, server) = run_pair(seed, delayed, policy(Role::Server, None, 22), (1, 15_000), false);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert_eq!(client.neg.path(), "ucx", "seed {seed}");
+        assert_eq!(server.neg.path(), "ucx", "seed {seed}");
+        assert!(server.received == pattern(1, 1) && client.received == pattern(15_000, 2), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_connection_per_request_stays_plain_while_the_mark_waits() {
+    for seed in 0..100 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_secs(1);
+        let (client, server) = run_short(seed, delayed, policy(Role::Server, None, 22), (1, 700));
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert!(!client.neg.framed(), "seed {seed}: the client sent its mark ({})", client.neg.path());
+        assert!(!server.neg.framed(), "seed {seed}: the server sent its mark ({})", server.neg.path());
+        assert!(server.received == pattern(1, 1) && client.received == pattern(700, 2), "seed {seed}");
+        // Without the delay the same exchange starts the upgrade.
+        let (client, _) = run_short(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (1, 700));
+        assert!(client.neg.framed() || client.neg.path() != "tcp (not upgraded yet)", "seed {seed}: {}", client.neg.path());
+    }
+}
+
+#[test]
+fn a_client_whose_server_closed_while_its_mark_waited_stays_plain() {
+    for seed in 0..100 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_millis(50);
+        // The client writes nothing and stays until the upgrade is decided; the server answers,
+        // writes and closes.
+        let (client, server) = run_server_short(seed, delayed, policy(Role::Server, None, 22), (0, 900));
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert!(!client.neg.framed(), "seed {seed}: the client sent its mark after the server's end ({})", client.neg.path());
+        assert_eq!(client.received, pattern(900, 2), "seed {seed}");
+        assert_eq!(client.neg.path(), "tcp (the peer closed before the upgrade)", "seed {seed}");
     }
 }
 

@@ -37,6 +37,8 @@ import java.util.TreeSet;
  * <tr><td>hadronio.offerMillis</td><td>200</td><td>how long a client looks for a hadroNIO server's
  * answer to its offer before it treats the server as a plain one (with a secret: how long its
  * bytes wait for it)</td></tr>
+ * <tr><td>hadronio.upgradeDelayMillis</td><td>20</td><td>a client starts the upgrade at its second
+ * write, or this long after connecting if it wrote once (0: at once)</td></tr>
  * <tr><td>hadronio.rules</td><td></td><td>which connections may upgrade (checked natively; an
  * invalid rule stops the provider)</td></tr>
  * </table>
@@ -59,13 +61,14 @@ public final class Config {
     public static final String NATIVE_DIRECTORY = "hadronio.native.directory";
     public static final String SECRET = "hadronio.secret";
     public static final String OFFER_MILLIS = "hadronio.offerMillis";
+    public static final String UPGRADE_DELAY_MILLIS = "hadronio.upgradeDelayMillis";
     public static final String RULES = "hadronio.rules";
     public static final String REQUIRED = "hadronio.required";
 
     /** Every property this class reads. */
     static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
             SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, BLOCKING_WORKERS, TRANSPORT,
-            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, RULES, REQUIRED));
+            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, UPGRADE_DELAY_MILLIS, RULES, REQUIRED));
 
     private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
             "hadronio.conformance.");
@@ -82,6 +85,7 @@ public final class Config {
     final long spareWorkers;
     final long blockingWorkers;
     final long offerMillis;
+    final long upgradeDelayMillis;
     final String rules;
     final boolean ucx;
     final boolean ipv6;
@@ -97,6 +101,7 @@ public final class Config {
         lingerMillis = integer(LINGER_MILLIS, 30_000, 0, 3_600_000);
         livenessMillis = integer(LIVENESS_MILLIS, 30_000, 0, 86_400_000);
         offerMillis = integer(OFFER_MILLIS, 200, 0, 60_000);
+        upgradeDelayMillis = integer(UPGRADE_DELAY_MILLIS, 20, 0, 60_000);
         String rulesText = System.getProperty(RULES);
         rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
@@ -193,7 +198,7 @@ public final class Config {
     long[] values() {
         return new long[] {
             slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
-            spareWorkers, offerMillis, blockingWorkers
+            spareWorkers, offerMillis, blockingWorkers, upgradeDelayMillis
         };
     }
 

@@ -124,6 +124,46 @@ public class EofTest extends AbstractConformanceTest {
         }
     }
 
+    /**
+     * A selector loop that reads once per readiness, as netty's does (it stops at a short read):
+     * the peer writes a little and closes right away, so its bytes and its end arrive together.
+     * The read that returns the bytes is short, and the key must be selected again for the end
+     * that waits behind them.
+     */
+    @Test
+    public void shortReadBeforeTheEndIsSelectedAgain() throws Exception {
+        ServerSocketChannel server = openServer();
+        Selector selector = track(provider.openSelector());
+        for (int round = 0; round < 20; round++) {
+            int pause = round % 4;
+            byte[] data = randomBytes(round, 20);
+            Background<Void> peer = background("peer", () -> {
+                try (SocketChannel accepted = server.accept()) {
+                    // The client's selector waits meanwhile: the bytes and the end come as one event.
+                    Thread.sleep(pause);
+                    accepted.write(ByteBuffer.wrap(data));
+                }
+                return null;
+            });
+            SelectionKey key = connectThrough(selector, server);
+            key.interestOps(SelectionKey.OP_READ);
+            SocketChannel client = (SocketChannel) key.channel();
+            ByteBuffer buffer = ByteBuffer.allocate(1024);
+            int n = 0;
+            while (n >= 0) {
+                selector.selectedKeys().clear();
+                assertTrue("round " + round + ": the key is selected again after " + buffer.position() + " bytes",
+                        selector.select(10_000) == 1 && key.isReadable());
+                n = client.read(buffer);
+            }
+            peer.join();
+            assertArrayEquals("round " + round + ": bytes before the end", data,
+                    java.util.Arrays.copyOf(buffer.array(), buffer.position()));
+            key.cancel();
+            client.close();
+        }
+    }
+
     @Test
     public void endOfStreamIntoDirectBufferAndScatteringRead() throws Exception {
         Pair pair = connectPair();

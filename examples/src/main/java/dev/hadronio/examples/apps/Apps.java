@@ -32,8 +32,8 @@ final class Apps {
     /** Every app, in table order. */
     static Map<String, App> all() {
         Map<String, App> apps = new LinkedHashMap<>();
-        for (App app : new App[] {new JettyApp(), new ZooKeeperApp(), new WorkerPoolApp(), new NettyHttpApp(),
-                new StreamApp(), new VirtualThreadApp()}) {
+        for (App app : new App[] {new JettyApp(false), new JettyApp(true), new ZooKeeperApp(), new WorkerPoolApp(),
+                new NettyHttpApp(), new StreamApp(), new VirtualThreadApp()}) {
             apps.put(app.name(), app);
         }
         return apps;

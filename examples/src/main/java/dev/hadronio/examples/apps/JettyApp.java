@@ -17,19 +17,29 @@ import org.eclipse.jetty.server.Response;
 import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.Callback;
 
-/** Jetty 12: its server with a handler that answers a small body, and its HttpClient. */
+/**
+ * Jetty 12: its server with a handler that answers a small body, and its HttpClient; either over
+ * kept-alive connections, or with a new connection per request ({@code Connection: close}, as
+ * clients without a connection pool and HTTP/1.0 clients use it).
+ */
 @SuppressWarnings("try") // close() of these resources may throw InterruptedException: callers let it through
 final class JettyApp implements App {
     static final byte[] BODY = "hello from jetty".getBytes(StandardCharsets.US_ASCII);
 
+    private final boolean closeEach;
+
+    JettyApp(boolean closeEach) {
+        this.closeEach = closeEach;
+    }
+
     @Override
     public String name() {
-        return "jetty";
+        return closeEach ? "jetty-close" : "jetty";
     }
 
     @Override
     public String request() {
-        return "GET, 16 B body";
+        return closeEach ? "GET, 16 B body, a new connection each (Connection: close)" : "GET, 16 B body";
     }
 
     @Override
@@ -69,15 +79,20 @@ final class JettyApp implements App {
         client.start();
         URI uri = URI.create("http://" + address.getHostString() + ":" + address.getPort() + "/");
         return new Client() {
+            private org.eclipse.jetty.client.Request newRequest() {
+                org.eclipse.jetty.client.Request request = client.newRequest(uri);
+                return closeEach ? request.headers(headers -> headers.put(HttpHeader.CONNECTION, "close")) : request;
+            }
+
             @Override
             public void call() throws Exception {
-                ContentResponse response = client.GET(uri);
+                ContentResponse response = newRequest().send();
                 check(response.getStatus(), response.getContent());
             }
 
             @Override
             public boolean callAsync(Consumer<Throwable> done) {
-                client.newRequest(uri).send(new BufferingResponseListener() {
+                newRequest().send(new BufferingResponseListener() {
                     @Override
                     public void onComplete(Result result) {
                         if (result.isFailed()) {
