@@ -313,6 +313,18 @@ fn raw<W: Wire>(
             }
         };
     }
+    // A look that finds nothing costs one system call, as a read of the kernel's channels does:
+    // a peek, which passes over an urgent byte at the read position (urgent bytes are not
+    // inline), so what it finds is at the position or behind a mark there (the look at the
+    // mark tells them apart). Where a peer's mark is due, a mark whose byte is all that came
+    // waits for the bytes behind it (the peer sends its frames right after its mark; their
+    // arrival is a new edge). An offer or an answer may be all that comes for a while (the
+    // other side may wait for it): there the mark is looked at anyway.
+    let something = match wire.peek() {
+        Err(e) if blocked(&e) && watch == Watch::Mark => return Err(Failure::Io(e)),
+        Err(e) if blocked(&e) => None,
+        other => Some(other?),
+    };
     if wire.at_mark()? {
         let urgent = match wire.recv_urgent() {
             // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
@@ -337,11 +349,14 @@ fn raw<W: Wire>(
         }
         return Ok(Step::Progress(0));
     }
+    let Some(something) = something else { return Err(Failure::Io(io::ErrorKind::WouldBlock.into())) };
+    if !something {
+        return Ok(Step::Eof);
+    }
     let limit = wire.before_mark()?;
     if limit == 0 {
-        // Nothing before a mark: either nothing at all, or the end of the stream, or a mark
-        // that arrived just now (the next look finds it).
-        return if wire.peek()? { Ok(Step::Progress(0)) } else { Ok(Step::Eof) };
+        // A mark arrived since the look: the next look finds it.
+        return Ok(Step::Progress(0));
     }
     let to_app = neg.deliverable() && rx.inbox.is_empty() && has_room(dst);
     let n = if to_app {
