@@ -188,15 +188,8 @@ pub fn read<W: Wire>(
 ) -> Result<Read, Failure> {
     let mut read = Read::default();
     loop {
-        if rx.pass_due {
-            let open = !rx.eof;
-            if !pass(wire, rx).map_err(Failure::Io)? {
-                return Ok(read);
-            }
-            if open && rx.eof {
-                // The stream ended right behind the mark.
-                neg.on_eof();
-            }
+        if rx.pass_due && !pass(neg, wire, rx).map_err(Failure::Io)? {
+            return Ok(read);
         }
         if neg.deliverable() && !rx.inbox.is_empty() {
             if let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) {
@@ -383,13 +376,17 @@ fn pulls(watch: Watch) -> bool {
 
 /// Reads past the peer's mark at the read position (into the inbox: the bytes after it are
 /// raw, since the peer's next mark can only follow our urgent byte). False if the inbox has no
-/// room yet.
-fn pass<W: Wire>(wire: &W, rx: &mut RxState) -> io::Result<bool> {
+/// room yet. The stream may end right behind the mark: the negotiation learns of it as of any
+/// end.
+fn pass<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState) -> io::Result<bool> {
     if rx.inbox.room() == 0 {
         return Ok(false);
     }
     match rx.inbox.fill(wire, INBOX_LIMIT) {
-        Ok(0) => rx.eof = true,
+        Ok(0) => {
+            rx.eof = true;
+            neg.on_eof();
+        }
         Ok(_) => {}
         Err(e) if blocked(&e) => {}
         Err(e) => return Err(e),
