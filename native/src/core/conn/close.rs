@@ -226,7 +226,9 @@ impl Conn {
         if let Some(socket) = state.socket.take() {
             let end = if abort || unread {
                 SocketEnd::Reset
-            } else if hadronio {
+            } else if hadronio && !state.rx.eof {
+                // Once the peer's end was read nothing can come that a close would answer with
+                // a reset: the socket closes at once.
                 SocketEnd::Graceful
             } else {
                 SocketEnd::Close
