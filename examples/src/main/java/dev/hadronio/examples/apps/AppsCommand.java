@@ -1,6 +1,7 @@
 package dev.hadronio.examples.apps;
 
 import dev.hadronio.examples.Main;
+import dev.hadronio.examples.bench.ResultSummary;
 import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import java.io.BufferedReader;
@@ -13,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -23,7 +26,9 @@ import java.util.concurrent.TimeUnit;
  * {@code hadronio bench apps}: every app with the JDK's provider and with hadroNIO, each run a
  * server JVM and a client JVM (children of this one, started exactly as an application would be,
  * the provider chosen by the system property alone). Prints the client's progress, then a table
- * (JDK, hadroNIO, ratio) and writes it as CSV and as a plot.
+ * (JDK, hadroNIO, ratio) and writes it as CSV and as a plot. With several rounds the providers take
+ * turns, so that a host whose speed drifts during the run weighs on both; the table gives each
+ * figure's median, the median of the rounds' ratios and their range.
  */
 final class AppsCommand {
     /** A run that prints nothing for this long is considered hung and killed. */
@@ -66,14 +71,16 @@ final class AppsCommand {
     private final List<String> apps;
     private final double seconds;
     private final double warmUp;
+    private final int rounds;
     private final Path output;
     private final String java21;
     private final PrintStream out;
 
-    AppsCommand(List<String> apps, double seconds, double warmUp, Path output, String java21, PrintStream out) {
+    AppsCommand(List<String> apps, double seconds, double warmUp, int rounds, Path output, String java21, PrintStream out) {
         this.apps = apps;
         this.seconds = seconds;
         this.warmUp = warmUp;
+        this.rounds = rounds;
         this.output = output;
         this.java21 = java21;
         this.out = out;
@@ -81,7 +88,7 @@ final class AppsCommand {
 
     void run() throws Exception {
         Files.createDirectories(output);
-        Map<String, Map<Provider, Map<String, Double>>> results = new LinkedHashMap<>();
+        Map<String, List<Map<Provider, Map<String, Double>>>> results = new LinkedHashMap<>();
         Map<String, String> skipped = new LinkedHashMap<>();
         for (String name : apps) {
             App app = Apps.named(name);
@@ -91,12 +98,20 @@ final class AppsCommand {
                 out.println("[" + name + "] skipped: " + skipped.get(name));
                 continue;
             }
-            Map<Provider, Map<String, Double>> byProvider = new LinkedHashMap<>();
-            for (Provider provider : Provider.values()) {
-                out.println("[" + name + "] " + provider.label + " ...");
-                byProvider.put(provider, runOne(app, provider, java));
+            List<Map<Provider, Map<String, Double>>> runs = new ArrayList<>();
+            for (int round = 1; round <= rounds; round++) {
+                Map<Provider, Map<String, Double>> byProvider = new EnumMap<>(Provider.class);
+                List<Provider> order = new ArrayList<>(List.of(Provider.values()));
+                if (round % 2 == 0) {
+                    Collections.reverse(order);
+                }
+                for (Provider provider : order) {
+                    out.println("[" + name + "] " + provider.label + (rounds > 1 ? ", round " + round + "/" + rounds : "") + " ...");
+                    byProvider.put(provider, runOne(app, provider, java, rounds > 1 ? "-r" + round : ""));
+                }
+                runs.add(byProvider);
             }
-            results.put(name, byProvider);
+            results.put(name, runs);
         }
         report(results, skipped);
     }
@@ -161,8 +176,8 @@ final class AppsCommand {
     }
 
     /** Runs one app with one provider; returns its results (CPU per request derived here). */
-    private Map<String, Double> runOne(App app, Provider provider, String java) throws Exception {
-        String label = app.name() + "-" + provider.name().toLowerCase(Locale.ROOT);
+    private Map<String, Double> runOne(App app, Provider provider, String java, String round) throws Exception {
+        String label = app.name() + "-" + provider.name().toLowerCase(Locale.ROOT) + round;
         Path serverLog = output.resolve(label + "-server.log");
         Process server = start(command(java, provider, List.of("bench", "app-server", "--app", app.name(),
                 "--address", "127.0.0.1:0")), provider, serverLog);
@@ -263,33 +278,53 @@ final class AppsCommand {
         }
     }
 
-    private void report(Map<String, Map<Provider, Map<String, Double>>> results, Map<String, String> skipped)
+    private void report(Map<String, List<Map<Provider, Map<String, Double>>>> results, Map<String, String> skipped)
             throws IOException {
-        TextTable table = new TextTable("app", "figure", "JDK", "hadroNIO", "hadroNIO vs JDK");
+        TextTable table = rounds > 1
+                ? new TextTable("app", "figure", "JDK", "hadroNIO", "hadroNIO vs JDK", "rounds' range")
+                : new TextTable("app", "figure", "JDK", "hadroNIO", "hadroNIO vs JDK");
         List<String> csv = new ArrayList<>();
-        csv.add("app,figure,unit,jdk,hadronio,times_better");
+        csv.add("app,figure,unit,jdk,hadronio,times_better,rounds,times_better_min,times_better_max");
         List<BarPlot.Bar> bars = new ArrayList<>();
-        for (Map.Entry<String, Map<Provider, Map<String, Double>>> entry : results.entrySet()) {
+        for (Map.Entry<String, List<Map<Provider, Map<String, Double>>>> entry : results.entrySet()) {
             App app = Apps.named(entry.getKey());
             List<Figure> figures = app.requests() ? REQUEST_FIGURES : STREAM_FIGURES;
             for (Figure figure : figures) {
-                Double jdk = entry.getValue().get(Provider.JDK).get(figure.key);
-                Double ours = entry.getValue().get(Provider.HADRONIO).get(figure.key);
-                if (jdk == null || ours == null) {
+                List<Double> jdks = new ArrayList<>();
+                List<Double> ours = new ArrayList<>();
+                List<Double> ratios = new ArrayList<>();
+                for (Map<Provider, Map<String, Double>> run : entry.getValue()) {
+                    Double jdk = run.get(Provider.JDK).get(figure.key);
+                    Double own = run.get(Provider.HADRONIO).get(figure.key);
+                    if (jdk != null && own != null) {
+                        jdks.add(jdk);
+                        ours.add(own);
+                        ratios.add(figure.larger ? own / jdk : jdk / own);
+                    }
+                }
+                if (ratios.isEmpty()) {
                     continue;
                 }
-                double better = figure.larger ? ours / jdk : jdk / ours;
+                double better = median(ratios);
                 String name = figure.name.replace("N in flight", app.inFlight() + " in flight");
-                table.row(app.name(), name, format(jdk, figure.unit), format(ours, figure.unit),
-                        String.format(Locale.ROOT, "%.2fx", better));
+                String ratio = String.format(Locale.ROOT, "%.2fx", better);
+                String range = String.format(Locale.ROOT, "%.2f-%.2fx", Collections.min(ratios), Collections.max(ratios));
+                if (rounds > 1) {
+                    table.row(app.name(), name, format(median(jdks), figure.unit), format(median(ours), figure.unit), ratio, range);
+                } else {
+                    table.row(app.name(), name, format(median(jdks), figure.unit), format(median(ours), figure.unit), ratio);
+                }
                 csv.add(String.join(",", app.name(), '"' + name + '"', figure.unit,
-                        String.format(Locale.ROOT, "%.3f", jdk), String.format(Locale.ROOT, "%.3f", ours),
-                        String.format(Locale.ROOT, "%.3f", better)));
+                        String.format(Locale.ROOT, "%.3f", median(jdks)), String.format(Locale.ROOT, "%.3f", median(ours)),
+                        String.format(Locale.ROOT, "%.3f", better), String.valueOf(ratios.size()),
+                        String.format(Locale.ROOT, "%.3f", Collections.min(ratios)),
+                        String.format(Locale.ROOT, "%.3f", Collections.max(ratios))));
                 bars.add(new BarPlot.Bar(app.name() + ": " + name, better));
             }
         }
         out.println();
-        out.println("Real applications, two JVMs each, both providers (hadroNIO vs JDK: times better)");
+        out.println("Real applications, two JVMs each, both providers (hadroNIO vs JDK: times better"
+                + (rounds > 1 ? "; medians of " + rounds + " rounds" : "") + ")");
         out.println(table);
         for (Map.Entry<String, String> entry : skipped.entrySet()) {
             out.println(entry.getKey() + ": skipped, " + entry.getValue());
@@ -298,6 +333,10 @@ final class AppsCommand {
         BarPlot.writePng(output.resolve("apps.png"), "hadroNIO vs the JDK's provider in real applications (times better)", bars);
         out.println("Wrote " + output.resolve("apps.csv") + " and " + output.resolve("apps.png")
                 + " (logs of every JVM in the same directory).");
+    }
+
+    private static double median(List<Double> values) {
+        return ResultSummary.median(values.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
     private static String format(double value, String unit) {

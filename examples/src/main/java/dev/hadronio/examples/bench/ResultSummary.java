@@ -38,7 +38,8 @@ public final class ResultSummary {
         return medians;
     }
 
-    static double median(double[] values) {
+    /** The median (the mean of the middle two for an even count). */
+    public static double median(double[] values) {
         double[] v = values.clone();
         Arrays.sort(v);
         int n = v.length;
