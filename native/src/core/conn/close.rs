@@ -227,8 +227,8 @@ impl Conn {
             let end = if abort || unread {
                 SocketEnd::Reset
             } else if hadronio && !state.rx.eof {
-                // Once the peer's end was read nothing can come that a close would answer with
-                // a reset: the socket closes at once.
+                // (Once the peer's end was read, nothing can come any more that closing would
+                // answer with a reset: the socket closes at once.)
                 SocketEnd::Graceful
             } else {
                 SocketEnd::Close
