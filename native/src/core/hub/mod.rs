@@ -554,7 +554,7 @@ impl Hub {
                 false
             }
         };
-        let events = if events { self.dispatch_ready(Some(Duration::ZERO)) } else { 0 };
+        let events = if events { self.dispatch_ready(Some(Duration::ZERO), false) } else { 0 };
         self.progress_nested();
         drop(guard);
         if progressed || events > 0 {
@@ -564,7 +564,7 @@ impl Hub {
         self.followers.hand_over();
     }
 
-    fn dispatch_ready(&self, timeout: Option<Duration>) -> usize {
+    fn dispatch_ready(&self, timeout: Option<Duration>, slept: bool) -> usize {
         let mut events = [Event::default(); 64];
         let began = self.created.elapsed().as_nanos().max(1) as u64;
         let n = match self.epoll.wait(&mut events, timeout) {
@@ -575,6 +575,11 @@ impl Hub {
                 0
             }
         };
+        if slept {
+            // Awake again: what the events make ready must not write the wake event fd for this
+            // very thread (it looks at its condition again before it sleeps next).
+            self.sleeping.store(false, Ordering::SeqCst);
+        }
         for event in &events[..n] {
             self.dispatch(*event);
         }
@@ -746,7 +751,7 @@ impl Hub {
                     }
                     rounds += 1;
                     if rounds % 64 == 0 {
-                        if self.dispatch_ready(Some(Duration::ZERO)) > 0 {
+                        if self.dispatch_ready(Some(Duration::ZERO), false) > 0 {
                             self.followers.signal();
                         }
                         self.progress_nested();
@@ -792,8 +797,7 @@ impl Hub {
                 timeout = Some(timeout.map_or(GRAVE_CHECK, |t| t.min(GRAVE_CHECK)));
             }
             stats::count(Counter::Sleeps);
-            self.dispatch_ready(timeout);
-            self.sleeping.store(false, Ordering::SeqCst);
+            self.dispatch_ready(timeout, true);
             self.followers.signal();
         }
     }
