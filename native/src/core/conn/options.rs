@@ -13,6 +13,7 @@ pub const OPT_SO_KEEPALIVE: i32 = 4;
 pub const OPT_SO_LINGER: i32 = 5;
 pub const OPT_SO_REUSEADDR: i32 = 6;
 pub const OPT_IP_TOS: i32 = 7;
+pub const OPT_SO_REUSEPORT: i32 = 8;
 
 impl Conn {
     pub fn set_option(&self, option: i32, value: i32) -> Result<()> {
@@ -55,6 +56,7 @@ pub fn set_socket_option(socket: &Socket, option: i32, value: i32) -> Result<()>
         OPT_SO_KEEPALIVE => socket.set_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE, value),
         OPT_SO_LINGER => socket.set_linger(if value < 0 { None } else { Some(value) }),
         OPT_SO_REUSEADDR => socket.set_int(libc::SOL_SOCKET, libc::SO_REUSEADDR, value),
+        OPT_SO_REUSEPORT => socket.set_int(libc::SOL_SOCKET, libc::SO_REUSEPORT, value),
         OPT_IP_TOS => {
             if socket.is_ipv6() {
                 let _ = socket.set_int(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, value);
@@ -74,6 +76,7 @@ pub fn get_socket_option(socket: &Socket, option: i32) -> Result<i32> {
         OPT_SO_KEEPALIVE => socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE),
         OPT_SO_LINGER => socket.linger().map(|l| l.unwrap_or(-1)),
         OPT_SO_REUSEADDR => socket.get_int(libc::SOL_SOCKET, libc::SO_REUSEADDR),
+        OPT_SO_REUSEPORT => socket.get_int(libc::SOL_SOCKET, libc::SO_REUSEPORT),
         OPT_IP_TOS => socket.get_int(libc::IPPROTO_IP, libc::IP_TOS),
         _ => return Err(Error::invalid(format!("unknown socket option {option}"))),
     };

@@ -24,6 +24,7 @@ public final class Native {
     public static final int OPT_SO_LINGER = 5;
     public static final int OPT_SO_REUSEADDR = 6;
     public static final int OPT_IP_TOS = 7;
+    public static final int OPT_SO_REUSEPORT = 8;
 
     private Native() {
     }

@@ -182,7 +182,8 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
         }
     }
 
-    static final Set<SocketOption<?>> OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF, StandardSocketOptions.SO_REUSEADDR);
+    static final Set<SocketOption<?>> OPTIONS = Set.of(StandardSocketOptions.SO_RCVBUF, StandardSocketOptions.SO_REUSEADDR,
+            StandardSocketOptions.SO_REUSEPORT);
 
     @Override
     public Set<SocketOption<?>> supportedOptions() {

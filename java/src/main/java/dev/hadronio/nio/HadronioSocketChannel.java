@@ -717,6 +717,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         StandardSocketOptions.SO_RCVBUF,
         StandardSocketOptions.SO_KEEPALIVE,
         StandardSocketOptions.SO_REUSEADDR,
+        StandardSocketOptions.SO_REUSEPORT,
         StandardSocketOptions.SO_LINGER,
         StandardSocketOptions.TCP_NODELAY,
         StandardSocketOptions.IP_TOS);

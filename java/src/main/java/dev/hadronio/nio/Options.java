@@ -24,6 +24,8 @@ final class Options {
             return Native.OPT_SO_REUSEADDR;
         } else if (name == StandardSocketOptions.IP_TOS) {
             return Native.OPT_IP_TOS;
+        } else if (name == StandardSocketOptions.SO_REUSEPORT) {
+            return Native.OPT_SO_REUSEPORT;
         }
         throw new UnsupportedOperationException("'" + name + "' not supported");
     }

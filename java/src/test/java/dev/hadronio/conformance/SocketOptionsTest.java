@@ -27,7 +27,8 @@ public class SocketOptionsTest extends AbstractConformanceTest {
 
     static final List<SocketOption<?>> CLIENT_OPTIONS = Arrays.asList(StandardSocketOptions.TCP_NODELAY,
             StandardSocketOptions.SO_SNDBUF, StandardSocketOptions.SO_RCVBUF, StandardSocketOptions.SO_KEEPALIVE,
-            StandardSocketOptions.SO_LINGER, StandardSocketOptions.SO_REUSEADDR, StandardSocketOptions.IP_TOS);
+            StandardSocketOptions.SO_LINGER, StandardSocketOptions.SO_REUSEADDR, StandardSocketOptions.SO_REUSEPORT,
+            StandardSocketOptions.IP_TOS);
 
     @Parameters(name = "{0}")
     public static List<Object[]> parameters() {
@@ -43,6 +44,48 @@ public class SocketOptionsTest extends AbstractConformanceTest {
         Set<SocketOption<?>> server = newServer().supportedOptions();
         assertTrue("ServerSocketChannel supports SO_RCVBUF", server.contains(StandardSocketOptions.SO_RCVBUF));
         assertTrue("ServerSocketChannel supports SO_REUSEADDR", server.contains(StandardSocketOptions.SO_REUSEADDR));
+        assertTrue("ServerSocketChannel supports SO_REUSEPORT", server.contains(StandardSocketOptions.SO_REUSEPORT));
+    }
+
+    /**
+     * {@code SO_REUSEPORT} does what the kernel makes of it: two listening channels that both set it share one
+     * port, and a connection to it is accepted by one of them; without it the second bind fails.
+     */
+    @Test
+    public void reusePortSharesAPort() throws Exception {
+        ServerSocketChannel first = newServer();
+        assertEquals(Boolean.FALSE, first.getOption(StandardSocketOptions.SO_REUSEPORT));
+        first.setOption(StandardSocketOptions.SO_REUSEPORT, true);
+        assertEquals(Boolean.TRUE, first.getOption(StandardSocketOptions.SO_REUSEPORT));
+        first.bind(loopbackAnyPort());
+        java.net.InetSocketAddress address = (java.net.InetSocketAddress) first.getLocalAddress();
+        ServerSocketChannel plain = newServer();
+        assertThrowsExactly(java.net.BindException.class, () -> plain.bind(address));
+        ServerSocketChannel second = newServer();
+        second.setOption(StandardSocketOptions.SO_REUSEPORT, true);
+        second.bind(address);
+        assertEquals(address, second.getLocalAddress());
+        SocketChannel client = newClient();
+        client.setOption(StandardSocketOptions.SO_REUSEPORT, true);
+        assertEquals(Boolean.TRUE, client.getOption(StandardSocketOptions.SO_REUSEPORT));
+        client.connect(address);
+        first.configureBlocking(false);
+        second.configureBlocking(false);
+        SocketChannel accepted = null;
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        while (accepted == null && System.nanoTime() < deadline) {
+            accepted = first.accept();
+            if (accepted == null) {
+                accepted = second.accept();
+            }
+            if (accepted == null) {
+                Thread.sleep(1);
+            }
+        }
+        assertTrue("one of the two channels accepted the connection", accepted != null);
+        track(accepted);
+        client.write(java.nio.ByteBuffer.wrap(new byte[] {42}));
+        assertEquals(42, readExactly(accepted, 1)[0]);
     }
 
     @Test
@@ -167,6 +210,7 @@ public class SocketOptionsTest extends AbstractConformanceTest {
         assertEquals("TCP_NODELAY default", Boolean.FALSE, channel.getOption(StandardSocketOptions.TCP_NODELAY));
         assertEquals("SO_KEEPALIVE default", Boolean.FALSE, channel.getOption(StandardSocketOptions.SO_KEEPALIVE));
         assertEquals("SO_REUSEADDR default", reuseAddress, channel.getOption(StandardSocketOptions.SO_REUSEADDR));
+        assertEquals("SO_REUSEPORT default", Boolean.FALSE, channel.getOption(StandardSocketOptions.SO_REUSEPORT));
         assertEquals("SO_LINGER default", Integer.valueOf(-1), channel.getOption(StandardSocketOptions.SO_LINGER));
         assertEquals("IP_TOS default", Integer.valueOf(0), channel.getOption(StandardSocketOptions.IP_TOS));
         assertTrue("SO_SNDBUF positive", channel.getOption(StandardSocketOptions.SO_SNDBUF) > 0);
@@ -175,7 +219,8 @@ public class SocketOptionsTest extends AbstractConformanceTest {
 
     private static void assertClientRoundTrips(SocketChannel channel) throws Exception {
         for (SocketOption<Boolean> option : Arrays.asList(StandardSocketOptions.TCP_NODELAY,
-                StandardSocketOptions.SO_KEEPALIVE, StandardSocketOptions.SO_REUSEADDR)) {
+                StandardSocketOptions.SO_KEEPALIVE, StandardSocketOptions.SO_REUSEADDR,
+                StandardSocketOptions.SO_REUSEPORT)) {
             for (boolean value : new boolean[] {true, false, true}) {
                 assertSame("setOption returns the channel", channel, channel.setOption(option, value));
                 assertEquals(option + " round trip", value, channel.getOption(option));
