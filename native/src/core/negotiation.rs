@@ -135,7 +135,9 @@ pub enum Action {
 /// Progress of the upgrade: one state for the whole negotiation.
 #[derive(Clone, Debug)]
 enum Stage {
-    /// Client, before the TCP connection is up.
+    /// Client, no offer sent yet: the TCP connection is not up, or the application has not
+    /// written yet (the offer goes right ahead of its first bytes, see
+    /// [`Negotiation::before_write`]).
     Connecting,
     /// Client: OFFER sent; no ACCEPT seen yet. `waited`: the offer wait passed (with a secret,
     /// the bytes held back then go out raw; a later answer still counts).
@@ -249,8 +251,8 @@ pub struct Negotiation {
     /// Our output is shut down: nothing more to switch to UCX (the greeting goes on for the
     /// peer's sake: its probe needs our pong, its UCX messages our link).
     output_done: bool,
-    /// Our shutdown ended the upgrade before it was decided: the peer's offer, answer or mark
-    /// may still be on its way.
+    /// Our shutdown ended the upgrade before it was decided, at a point where the peer's offer,
+    /// answer or mark may still be on its way.
     cut_short: bool,
     /// Client: when the TCP connection came up, and how many writes the application made.
     connected_at: Option<Instant>,
@@ -503,14 +505,34 @@ impl Negotiation {
 
     // --- events -----------------------------------------------------------------------------
 
-    /// Client: the TCP connection is up.
+    /// Client: the TCP connection is up. With a secret the offer goes at once: the client holds
+    /// the server's bytes back from the first one until it proved the secret.
     pub fn on_connected(&mut self, now: Instant) {
         if matches!(self.stage, Stage::Connecting) {
             self.connected_at = Some(now);
-            self.urgent = Some(protocol::URGENT_OFFER);
-            self.stage = Stage::Offered { since: now, waited: false };
-            self.rx = Rx::Raw(Watch::Accept);
+            if self.policy.secret.is_some() {
+                self.offer(now);
+            }
         }
+    }
+
+    /// Client: the application is about to write bytes. Before its first ones, the offer goes
+    /// out (as the stream's first byte). A client that only reads offers nothing: a plain server
+    /// that writes and closes without reading would otherwise close with the offer unread, and
+    /// its kernel would answer with a reset instead of the end of stream (however long it wrote
+    /// first). Once the client wrote, an unread offer comes with unread application bytes, which
+    /// reset the connection with the kernel's channels too. So a connection whose client never
+    /// writes stays on TCP.
+    pub fn before_write(&mut self, now: Instant) {
+        if matches!(self.stage, Stage::Connecting) && self.connected_at.is_some() {
+            self.offer(now);
+        }
+    }
+
+    fn offer(&mut self, now: Instant) {
+        self.urgent = Some(protocol::URGENT_OFFER);
+        self.stage = Stage::Offered { since: now, waited: false };
+        self.rx = Rx::Raw(Watch::Accept);
     }
 
     /// Raw bytes of the peer's stream were read (`n > 0`).
@@ -1033,8 +1055,11 @@ impl Negotiation {
             self.path = String::from("tcp (output shut down before the upgrade)");
         }
         if !self.framed() {
+            // A client that did not offer, or saw the ACCEPT, waits for nothing: the server
+            // answers only an offer and sends its own mark only after ours, which will not follow
+            // a TCP FIN. Anywhere else the peer's offer, answer or mark may still be on its way.
+            self.cut_short = !matches!(self.stage, Stage::Connecting | Stage::Answered { .. });
             self.stage = Stage::Plain;
-            self.cut_short = true;
             // An offer or answer not sent yet cannot follow a TCP FIN.
             self.urgent = None;
             if matches!(self.rx, Rx::Raw(Watch::Accept) | Rx::Raw(Watch::Reach)) {
@@ -1048,6 +1073,7 @@ impl Negotiation {
     pub fn on_eof(&mut self) {
         self.peer.eof = true;
         match self.stage {
+            Stage::Connecting => self.decide_plain(TcpReason::Other, "the peer closed before this side wrote"),
             Stage::Listening => self.decide_plain(TcpReason::PlainPeer, "the peer closed before speaking"),
             Stage::Offered { .. } => self.decide_plain(TcpReason::PlainPeer, "the peer closed without answering the offer"),
             // Our mark waited for a second write, and the peer is done: no upgrade to start.

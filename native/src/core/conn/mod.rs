@@ -30,7 +30,7 @@ mod upgrade;
 mod write;
 
 pub use exit::end_all;
-pub use options::{get_socket_option, set_socket_option, OPT_IP_TOS, OPT_SO_KEEPALIVE, OPT_SO_LINGER, OPT_SO_RCVBUF, OPT_SO_REUSEADDR, OPT_SO_SNDBUF, OPT_TCP_NODELAY};
+pub use options::{get_socket_option, set_socket_option, OPT_IP_TOS, OPT_SO_KEEPALIVE, OPT_SO_LINGER, OPT_SO_RCVBUF, OPT_SO_REUSEADDR, OPT_SO_REUSEPORT, OPT_SO_SNDBUF, OPT_TCP_NODELAY};
 
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -429,7 +429,7 @@ impl Conn {
         }
     }
 
-    /// The TCP connection is up: the offer goes out as the stream's first byte.
+    /// The TCP connection is up (a client's offer goes with its first write).
     fn on_connected(&self, state: &mut State) {
         state.phase = Phase::Connected;
         state.bound_local = true;

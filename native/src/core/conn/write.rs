@@ -45,6 +45,11 @@ impl Conn {
             return Err(error.clone());
         }
         Self::check_peer_closed(state)?;
+        if src.remaining() > 0 {
+            if let Some(neg) = state.neg.as_mut() {
+                neg.before_write(Instant::now());
+            }
+        }
         let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
         if state.neg.as_ref().is_some_and(Negotiation::pending) {
             // Take the peer's answer, mark and frames so that the upgrade goes on while we write.

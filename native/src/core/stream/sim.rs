@@ -75,6 +75,9 @@ struct Direction {
     in_flight: Vec<usize>,
     /// The writer shut down after `bytes`.
     closed: bool,
+    /// The receiver shut down and would close its socket at once, as a plain one: an urgent
+    /// byte reaching it would be answered with a reset.
+    quiet: bool,
 }
 
 impl Direction {
@@ -244,6 +247,11 @@ impl SimWire {
     pub fn shutdown(&self) {
         self.with(|out, _, _, _| out.closed = true);
     }
+
+    /// This side expects no more urgent bytes from the peer (see [`Direction::quiet`]).
+    pub fn expect_quiet(&self) {
+        self.with(|_, inp, _, _| inp.quiet = true);
+    }
 }
 
 impl Wire for SimWire {
@@ -303,6 +311,9 @@ impl Wire for SimWire {
                 return Ok(false);
             }
             assert!(!out.closed, "urgent send after shutdown");
+            // (An offer goes right ahead of the client's first bytes, which would reach a closed
+            // socket with the kernel's channels as well.)
+            assert!(!out.quiet || byte == crate::core::protocol::URGENT_OFFER, "urgent send to a peer that closes its socket as a plain one");
             out.in_flight.push(out.bytes.len());
             out.bytes.push(byte);
             Ok(true)
@@ -512,6 +523,7 @@ impl Side {
             panic!("simulated socket failed: {e}");
         }
         if self.sent < self.data.len() {
+            self.neg.before_write(now);
             let n = (1 + rng.below(900)).min(self.data.len() - self.sent);
             let chunk = self.data[self.sent..self.sent + n].to_vec();
             if self.neg.write_mode() == WriteMode::Ucx && self.tx.early.is_empty() && !self.neg.has_output() {
@@ -534,6 +546,9 @@ impl Side {
             let _ = release(&mut self.neg, &self.wire, &self.rx, &mut self.tx);
         } else if !(self.shut || self.neg.has_output() || self.neg.write_mode() == WriteMode::Hold || (self.patient && self.neg.pending())) {
             self.neg.on_shutdown();
+            if !self.neg.peer_may_send_control() {
+                self.wire.expect_quiet();
+            }
             if self.neg.framed() {
                 let messages = self.ucx_sent;
                 self.neg.fin(if self.neg.upgraded() { messages } else { 0 });
@@ -591,9 +606,12 @@ fn run_sides(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize,
     let net = shaped_net(seed);
     let (a, b) = SimWire::pair(&net);
     let ucx = RefCell::new(Ucx { broken, ..Ucx::default() });
+    // A client that writes nothing offers only with a secret (at once): without one, the
+    // upgrade that a patient side would wait for never starts.
+    let offers = lengths.0 > 0 || client.secret.is_some();
     let mut client = Side::new(0, client, a, pattern(lengths.0, 1));
     let mut server = Side::new(1, server, b, pattern(lengths.1, 2));
-    (client.patient, server.patient) = patient;
+    (client.patient, server.patient) = if offers { patient } else { (false, false) };
     let mut rng = Rng::new(seed ^ 0x5555);
     let start = Instant::now();
     client.neg.on_connected(start);

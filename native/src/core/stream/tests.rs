@@ -56,13 +56,28 @@ fn a_client_whose_server_closed_while_its_mark_waited_stays_plain() {
     for seed in 0..100 {
         let mut delayed = policy(Role::Client, None, 11);
         delayed.mark_delay = Duration::from_millis(50);
-        // The client writes nothing and stays until the upgrade is decided; the server answers,
-        // writes and closes.
-        let (client, server) = run_server_short(seed, delayed, policy(Role::Server, None, 22), (0, 900));
+        // The client writes once (its offer goes with it) and stays until the upgrade is decided;
+        // the server answers, writes and closes.
+        let (client, server) = run_server_short(seed, delayed, policy(Role::Server, None, 22), (1, 900));
         assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert!(!client.neg.framed(), "seed {seed}: the client sent its mark after the server's end ({})", client.neg.path());
         assert_eq!(client.received, pattern(900, 2), "seed {seed}");
+        assert_eq!(server.received, pattern(1, 1), "seed {seed}");
         assert_eq!(client.neg.path(), "tcp (the peer closed before the upgrade)", "seed {seed}");
+    }
+}
+
+#[test]
+fn a_client_that_only_reads_offers_nothing() {
+    // A plain server that writes and closes without reading must not find an offer unread (its
+    // kernel would reset the connection instead of ending it): a client offers with its first
+    // write, and one that writes nothing offers nothing.
+    for seed in 0..100 {
+        let (client, server) = run_short(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (0, 900));
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert_eq!(client.received, pattern(900, 2), "seed {seed}");
+        // The server saw the client's end and nothing before it: no offer.
+        assert_eq!(server.neg.path(), "tcp (the peer closed before speaking)", "seed {seed}");
     }
 }
 

@@ -19,6 +19,7 @@ import java.util.SplittableRandom;
  * LinkPeer connect &lt;host&gt; &lt;port&gt; &lt;write|read&gt; &lt;blocking|selector&gt;   connect, then stream
  * </pre>
  *
+ * The connecting side first sends one byte, which the listening side reads, then the stream flows.
  * Writes are of random lengths from 1 byte to 1 MiB. In selector mode the channel is non-blocking
  * and the thread waits in {@code select()} without a timeout, so only readiness can end a wait.
  * Prints {@code PORT <port>} once listening (or {@code BIND-FAILED <exception>}), {@code CONNECTED}
@@ -43,8 +44,9 @@ public final class LinkPeer {
         int port = Integer.parseInt(args[2]);
         boolean write = args[3].equals("write");
         boolean selector = args[4].equals("selector");
+        boolean listen = args[0].equals("listen");
         SocketChannel channel;
-        if (args[0].equals("listen")) {
+        if (listen) {
             ServerSocketChannel server = ServerSocketChannel.open();
             try {
                 server.bind(new InetSocketAddress(host, port));
@@ -59,6 +61,18 @@ public final class LinkPeer {
         }
         say("CONNECTED");
         try {
+            // The client speaks first, as the protocols over such links do (and a client's offer
+            // to upgrade goes with its first bytes): one byte, which the server reads first.
+            if (listen) {
+                ByteBuffer hello = ByteBuffer.allocate(1);
+                while (hello.hasRemaining()) {
+                    if (channel.read(hello) < 0) {
+                        throw new IOException("the client closed before its first byte");
+                    }
+                }
+            } else {
+                channel.write(ByteBuffer.wrap(new byte[] {1}));
+            }
             if (selector) {
                 viaSelector(channel, write);
             } else if (write) {

@@ -50,6 +50,7 @@ public class PlainPeerTest {
         List<Object[]> rows = new ArrayList<>();
         for (Reliability.Provider provider : Reliability.Provider.values()) {
             for (String scenario : new String[] {"clientOfPlainSink", "clientOfPlainEcho", "clientOfBannerServer",
+                    "clientOfServerThatClosesUnread",
                     "clientOfJdkEchoServer", "serverOfPlainClient", "bannerServerOfPlainClient"}) {
                 rows.add(new Object[] {provider, scenario});
             }
@@ -116,6 +117,17 @@ public class PlainPeerTest {
                 writeAll(channel, "ping\n".getBytes(StandardCharsets.US_ASCII));
                 assertEquals("the echo after the banner", "ping", readLine(channel));
                 channel.shutdownOutput();
+                assertEndOfStream(channel);
+                reportPath(channel);
+                break;
+            }
+            case "clientOfServerThatClosesUnread": {
+                // A server that says something and closes without reading (a refusal, a busy
+                // server): its kernel resets the connection if its socket holds bytes nobody read,
+                // so a client that only reads must have sent none, not even an offer.
+                ChildJvm server = python("say-and-close");
+                SocketChannel channel = connect(sp, server);
+                assertEquals("the server's words", "421 plain goodbye", readLine(channel).trim());
                 assertEndOfStream(channel);
                 reportPath(channel);
                 break;

@@ -3,6 +3,8 @@
   plain_peer.py sink             accept one connection, read to its end, answer "<bytes> <crc32>\\n"
   plain_peer.py echo             accept one connection, echo everything until its end
   plain_peer.py banner           accept one connection, say "220 plain banner\\r\\n" first, then echo
+  plain_peer.py say-and-close    accept one connection, wait 200 ms, say "421 plain goodbye\\r\\n" and
+                                 close without reading (unread bytes would make its kernel reset)
   plain_peer.py client PORT N    connect, send N pseudo-random bytes (seed 7) while reading the echo
                                  back, check it, print "OK <bytes> <crc32>"
   plain_peer.py banner-client PORT
@@ -22,6 +24,7 @@ import time
 import zlib
 
 BANNER = b"220 plain banner\r\n"
+GOODBYE = b"421 plain goodbye\r\n"
 
 
 def listen():
@@ -116,6 +119,11 @@ def main():
         connection = listen()
         connection.sendall(BANNER)
         echo(connection)
+    elif mode == "say-and-close":
+        connection = listen()
+        time.sleep(0.2)
+        connection.sendall(GOODBYE)
+        connection.close()
     elif mode == "client":
         client(int(sys.argv[2]), int(sys.argv[3]))
     elif mode == "banner-client":
