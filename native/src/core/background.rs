@@ -64,6 +64,14 @@ fn drain(socket: &Socket) -> bool {
     }
 }
 
+/// Drops the first timers while their channels are gone: the thread does not wake for them. With
+/// a connection per request, most connections close long before the times they asked for.
+fn drop_dead_timers(timers: &mut BinaryHeap<Reverse<Timer>>) {
+    while timers.peek().is_some_and(|Reverse(timer)| timer.channel.strong_count() == 0) {
+        timers.pop();
+    }
+}
+
 /// The background thread: progresses hubs that have work nobody else may do (staged data of
 /// channels whose threads are busy elsewhere, lingering closes), but only a hub that no
 /// application thread has progressed for [`OWNER_AWAY`](super::hub::OWNER_AWAY). It sleeps in an
@@ -159,6 +167,7 @@ impl Background {
     pub fn wake_at(&self, at: Instant, channel: Weak<dyn Events>) {
         {
             let mut timers = self.timers.lock();
+            drop_dead_timers(&mut timers);
             // A timer that is due no sooner than one already there needs no wake: the thread
             // wakes for the earlier one and then sees it (every connection asks for one).
             let later = timers.peek().is_some_and(|Reverse(first)| first.at <= at);
@@ -184,6 +193,7 @@ impl Background {
                     due.push(timer.channel);
                 }
             }
+            drop_dead_timers(&mut timers);
             timers.peek().map(|Reverse(timer)| timer.at)
         };
         for conn in due.iter().filter_map(Weak::upgrade) {
@@ -255,5 +265,38 @@ impl Background {
             let tick = until_timer.map_or(tick, |t| t.min(tick));
             self.hub.wait(None, &mut || self.changed.load(Ordering::SeqCst), Some(Instant::now() + tick));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Channel;
+
+    impl Events for Channel {
+        fn on_io_event(&self, _events: u32) {}
+    }
+
+    #[test]
+    fn timers_of_channels_gone_do_not_wake_the_thread() {
+        let now = Instant::now();
+        let live: Arc<dyn Events> = Arc::new(Channel);
+        let mut timers = BinaryHeap::new();
+        for ms in [1, 2] {
+            let gone: Arc<dyn Events> = Arc::new(Channel);
+            timers.push(Reverse(Timer { at: now + Duration::from_millis(ms), channel: Arc::downgrade(&gone) }));
+        }
+        timers.push(Reverse(Timer { at: now + Duration::from_millis(3), channel: Arc::downgrade(&live) }));
+        let gone: Arc<dyn Events> = Arc::new(Channel);
+        timers.push(Reverse(Timer { at: now + Duration::from_millis(4), channel: Arc::downgrade(&gone) }));
+        drop_dead_timers(&mut timers);
+        // The first two went; the live one is next, and the dead one behind it waits its turn.
+        assert_eq!(timers.len(), 2);
+        assert_eq!(timers.peek().map(|Reverse(t)| t.at), Some(now + Duration::from_millis(3)));
+        drop(gone);
+        timers.pop();
+        drop_dead_timers(&mut timers);
+        assert!(timers.is_empty());
     }
 }

@@ -318,7 +318,10 @@ fn raw<W: Wire>(
         Err(e) if blocked(&e) => None,
         other => Some(other?),
     };
-    if wire.at_mark()? {
+    // Bytes before a mark mean that the read position is not at one (`SIOCINQ` counts none
+    // there), so the look at the mark is needed only when there are none.
+    let limit = if something == Some(true) { wire.before_mark()? } else { 0 };
+    if limit == 0 && wire.at_mark()? {
         let urgent = match wire.recv_urgent() {
             // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
             // is that (the protocol allows no other), and the frames after it must not pass as raw
@@ -346,7 +349,6 @@ fn raw<W: Wire>(
     if !something {
         return Ok(Step::Eof);
     }
-    let limit = wire.before_mark()?;
     if limit == 0 {
         // A mark arrived since the look: the next look finds it.
         return Ok(Step::Progress(0));

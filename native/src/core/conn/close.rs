@@ -208,11 +208,26 @@ impl Conn {
             return;
         }
         state.released = true;
-        // Unread application data makes the close abortive, as with the kernel.
-        let unread = Self::unread(state);
-        let hadronio = state.neg.as_ref().is_some_and(Negotiation::peer_may_send_control);
+        // (Once the peer's end was read, nothing can come any more that closing would answer with
+        // a reset: the socket closes at once.)
+        let graceful = !state.rx.eof && state.neg.as_ref().is_some_and(Negotiation::peer_may_send_control);
+        // Unread application data makes the close abortive, as with the kernel. A socket that
+        // closes at once is reset by the kernel itself if it holds unread bytes, so only one
+        // that would close gracefully is asked.
+        let unread = Self::unread_here(state) || (graceful && Self::unread_in_socket(state));
+        let end = if abort || unread {
+            SocketEnd::Reset
+        } else if graceful {
+            SocketEnd::Graceful
+        } else {
+            SocketEnd::Close
+        };
         if let Some(hub) = self.hub.get() {
-            hub.unregister_conn(state.id, state.socket.as_ref().map(|s| s.as_raw_fd()));
+            // Closing a descriptor takes it out of every epoll set; only a socket that stays
+            // open for a while (closed gracefully, or after a read that waits in it) is taken
+            // out first.
+            let stays_open = matches!(end, SocketEnd::Graceful) || state.kernel.inside > 0;
+            hub.unregister_conn(state.id, state.socket.as_ref().filter(|_| stays_open).map(|s| s.as_raw_fd()));
         }
         if let Some(mut link) = state.link.take() {
             if Self::peer_vanished(state, &link) {
@@ -224,15 +239,6 @@ impl Conn {
         }
         trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);
         if let Some(socket) = state.socket.take() {
-            let end = if abort || unread {
-                SocketEnd::Reset
-            } else if hadronio && !state.rx.eof {
-                // (Once the peer's end was read, nothing can come any more that closing would
-                // answer with a reset: the socket closes at once.)
-                SocketEnd::Graceful
-            } else {
-                SocketEnd::Close
-            };
             if state.kernel.inside > 0 {
                 // A read waits in `recv` on this socket (`close` woke it): the descriptor stays
                 // open until it left, so that it cannot read from another socket that gets the
@@ -248,12 +254,20 @@ impl Conn {
     /// Whether application data arrived that nobody read. Control frames do not count (the last
     /// read took them); raw bytes and DATA bytes do.
     pub(super) fn unread(state: &State) -> bool {
-        let neg = state.neg.as_ref();
-        let raw = neg.is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
-        neg.is_some_and(Negotiation::data_pending)
+        Self::unread_here(state) || Self::unread_in_socket(state)
+    }
+
+    /// Application data that this process took from the socket or UCX and nobody read.
+    fn unread_here(state: &State) -> bool {
+        state.neg.as_ref().is_some_and(Negotiation::data_pending)
             || !state.rx.inbox.is_empty()
             || state.link.as_ref().is_some_and(|l| l.readable())
-            || (raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0))
+    }
+
+    /// Raw stream bytes that wait in the socket.
+    fn unread_in_socket(state: &State) -> bool {
+        let raw = state.neg.as_ref().is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
+        raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0)
     }
 
     /// Wakes reads that wait in `recv` on the socket ([`Conn::read`] on a plain connection):
