@@ -640,7 +640,7 @@ pub fn stream(data: &[u8]) {
     let expected = if hadronio { expect_framed(&bytes, false, peer_role) } else { plain.clone() };
     // A write may bind the connection to a hub, which then sends ADDR (after a genuine HELLO):
     // from then on a SWITCH is in order, so either parse may be the right one.
-    // (A connection that made the connection writes once to offer, see below.)
+    // (A connection in the client role writes once to offer, see below.)
     let bound = ((writes || client_role) && hadronio).then(|| expect_framed(&bytes, true, peer_role));
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((config as u64) << 32 | body.len() as u64));
 
