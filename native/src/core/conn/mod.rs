@@ -429,7 +429,7 @@ impl Conn {
         }
     }
 
-    /// The TCP connection is up (a client's offer goes with its first write).
+    /// The TCP connection is up (a client offers with its first write, or at once with a secret).
     fn on_connected(&self, state: &mut State) {
         state.phase = Phase::Connected;
         state.bound_local = true;
