@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use log::debug;
@@ -21,7 +21,8 @@ pub struct Listener {
     /// The library's settings, given when the listener was created (its connections get them).
     settings: &'static Settings,
     socket: Mutex<Option<Socket>>,
-    bound: AtomicBool,
+    /// The address it is bound to (the kernel's choice of port filled in), once bound.
+    local: OnceLock<SocketAddr>,
     acceptable: AtomicBool,
     closed: AtomicBool,
     wake: EventFd,
@@ -40,7 +41,7 @@ impl Listener {
         Ok(Arc::new_cyclic(|weak| Listener {
             settings,
             socket: Mutex::new(Some(socket)),
-            bound: AtomicBool::new(false),
+            local: OnceLock::new(),
             acceptable: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             wake,
@@ -58,17 +59,16 @@ impl Listener {
         }
         socket.bind(addr).map_err(|e| Error::io("bind", &e))?;
         socket.listen(if backlog < 1 { 50 } else { backlog }).map_err(|e| Error::io("listen", &e))?;
-        self.bound.store(true, Ordering::Release);
+        let local = socket.local_addr().map_err(|e| Error::io("getsockname", &e))?;
+        let _ = self.local.set(local);
         Ok(())
     }
 
     pub fn local_addr(&self) -> Result<Option<SocketAddr>> {
-        if !self.bound.load(Ordering::Acquire) {
-            return Ok(None);
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::closed());
         }
-        let guard = self.socket.lock();
-        let socket = guard.as_ref().ok_or_else(Error::closed)?;
-        socket.local_addr().map(Some).map_err(|e| Error::io("getsockname", &e))
+        Ok(self.local.get().copied())
     }
 
     /// Accepts a connection. Non-blocking: `Ok(None)` if none is pending. Blocking: waits (up to
@@ -85,7 +85,7 @@ impl Listener {
                 match socket.accept() {
                     Ok(Some((accepted, peer))) => {
                         debug!("accepted a connection from {peer}");
-                        let port = socket.local_addr().map(|a| a.port()).unwrap_or(0);
+                        let port = self.local.get().map_or(0, SocketAddr::port);
                         return Ok(Some(Conn::accepted(self.settings, accepted, peer, port)));
                     }
                     Ok(None) => self.acceptable.store(false, Ordering::Release),

@@ -13,6 +13,7 @@ pub mod lanes;
 pub mod link;
 pub mod listener;
 pub mod negotiation;
+pub mod peers;
 pub mod protocol;
 pub mod readiness;
 pub mod selector;

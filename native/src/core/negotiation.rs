@@ -39,6 +39,19 @@ pub enum TcpReason {
     Other,
 }
 
+/// What a client's connection showed about its server, for the next connections to the same
+/// address (see `peers.rs`): learned once per connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The server answered and the client marked: the upgrade went ahead.
+    Upgrading,
+    /// The server answered, but the connection ended before the client's mark was due (one
+    /// request and its answer, then a close).
+    Short,
+    /// The server did not answer the offer: within the offer wait, or before it closed.
+    Plain,
+}
+
 /// What a connection may do, decided before it starts (settings, rules, UCX on this side).
 #[derive(Clone, Debug)]
 pub struct Policy {
@@ -257,6 +270,10 @@ pub struct Negotiation {
     /// Client: when the TCP connection came up, and how many writes the application made.
     connected_at: Option<Instant>,
     writes: u32,
+    /// Client: what the connection showed about its server, until the connection took it
+    /// ([`Negotiation::take_outcome`]); at most one per connection.
+    outcome: Option<Outcome>,
+    outcome_taken: bool,
 }
 
 impl Negotiation {
@@ -286,6 +303,8 @@ impl Negotiation {
             cut_short: false,
             connected_at: None,
             writes: 0,
+            outcome: None,
+            outcome_taken: false,
         }
     }
 
@@ -535,13 +554,35 @@ impl Negotiation {
         self.rx = Rx::Raw(Watch::Accept);
     }
 
+    /// Client: what this connection showed about its server, once (`None` before that and
+    /// after it was taken).
+    pub fn take_outcome(&mut self) -> Option<Outcome> {
+        let outcome = self.outcome.take();
+        self.outcome_taken |= outcome.is_some();
+        outcome
+    }
+
+    fn learned(&mut self, outcome: Outcome) {
+        if self.outcome.is_none() && !self.outcome_taken {
+            self.outcome = Some(outcome);
+        }
+    }
+
     /// Raw bytes of the peer's stream were read (`n > 0`).
     pub fn on_raw(&mut self, n: usize) {
         self.raw_read += n as u64;
+        let _ = self.on_ordinary_start();
+    }
+
+    /// Server: the client's stream starts with an ordinary byte (no mark at offset 0), read or
+    /// not: the first byte is not an offer, so the client is a plain one. True if that decided
+    /// the connection (its reads no longer look for marks).
+    pub fn on_ordinary_start(&mut self) -> bool {
         if matches!(self.stage, Stage::Listening) {
-            // The client's first byte is not an offer: a plain client.
             self.decide_plain(TcpReason::PlainPeer, "the peer does not speak hadroNIO");
+            return true;
         }
+        false
     }
 
     /// An urgent byte of the peer. `at_mark`: the socket's read position is at its offset (for
@@ -674,6 +715,7 @@ impl Negotiation {
         self.stage = Stage::Greeting(Box::new(Greeting { link: Link::None, peer_addr: None, endpoint: Endpoint::None }));
         if role == Role::Client {
             self.rx = Rx::Raw(Watch::Mark);
+            self.learned(Outcome::Upgrading);
         }
     }
 
@@ -1025,6 +1067,7 @@ impl Negotiation {
                 // No answer in time: a plain server, as far as can be told (a late answer still
                 // counts). With a secret the bytes held back go out raw now.
                 *waited = true;
+                self.learned(Outcome::Plain);
                 let why = format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait));
                 self.path = format!("tcp ({why})");
                 self.actions.push_back(Action::GaveUp(TcpReason::PlainPeer, why));
@@ -1059,6 +1102,9 @@ impl Negotiation {
             // answers only an offer and sends its own mark only after ours, which will not follow
             // a TCP FIN. Anywhere else the peer's offer, answer or mark may still be on its way.
             self.cut_short = !matches!(self.stage, Stage::Connecting | Stage::Answered { .. });
+            if matches!(self.stage, Stage::Answered { .. }) {
+                self.learned(Outcome::Short);
+            }
             self.stage = Stage::Plain;
             // An offer or answer not sent yet cannot follow a TCP FIN.
             self.urgent = None;
@@ -1075,9 +1121,15 @@ impl Negotiation {
         match self.stage {
             Stage::Connecting => self.decide_plain(TcpReason::Other, "the peer closed before this side wrote"),
             Stage::Listening => self.decide_plain(TcpReason::PlainPeer, "the peer closed before speaking"),
-            Stage::Offered { .. } => self.decide_plain(TcpReason::PlainPeer, "the peer closed without answering the offer"),
+            Stage::Offered { .. } => {
+                self.learned(Outcome::Plain);
+                self.decide_plain(TcpReason::PlainPeer, "the peer closed without answering the offer");
+            }
             // Our mark waited for a second write, and the peer is done: no upgrade to start.
-            Stage::Answered { .. } => self.decide_plain(TcpReason::Other, "the peer closed before the upgrade"),
+            Stage::Answered { .. } => {
+                self.learned(Outcome::Short);
+                self.decide_plain(TcpReason::Other, "the peer closed before the upgrade");
+            }
             _ => {}
         }
     }

@@ -353,6 +353,11 @@ fn raw<W: Wire>(
         // A mark arrived since the look: the next look finds it.
         return Ok(Step::Progress(0));
     }
+    if watch == Watch::Offer && neg.on_ordinary_start() {
+        // Bytes before any mark at offset 0: the client's first byte is not an offer. From here
+        // on its bytes are read as they come, whoever reads them.
+        return Ok(Step::Progress(0));
+    }
     let to_app = neg.deliverable() && rx.inbox.is_empty() && has_room(dst);
     let n = if to_app {
         let Some(dst) = dst.as_deref_mut() else { return Ok(Step::Stop) };

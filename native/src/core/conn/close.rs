@@ -52,7 +52,11 @@ impl Conn {
         if !state.output_shutdown {
             state.output_shutdown = true;
             // Take the peer's answer if it is there: the FIN then goes the right way.
-            self.progress_stream(&mut state);
+            if self.socket_may_have_news(&state) {
+                self.progress_stream(&mut state);
+            } else {
+                self.drive(&mut state);
+            }
             self.send_fin(&mut state);
         }
         let id = state.id;
@@ -208,6 +212,7 @@ impl Conn {
             return;
         }
         state.released = true;
+        Self::learn(state);
         // (Once the peer's end was read, nothing can come any more that closing would answer with
         // a reset: the socket closes at once.)
         let graceful = !state.rx.eof && state.neg.as_ref().is_some_and(Negotiation::peer_may_send_control);

@@ -197,20 +197,16 @@ impl Conn {
         Ok(Conn::with_state(Conn::new_state(settings, socket, Role::Client, Phase::Unconnected)))
     }
 
-    /// A connection accepted by a listener on `local_port`. Looks at once whether the client's
-    /// offer is already there.
+    /// A connection accepted by a listener on `local_port`. The client's offer is looked for
+    /// when the connection is first used: registered with a selector (its epoll reports what
+    /// came), read, written or asked whether it is ready.
     pub fn accepted(settings: &'static Settings, socket: Socket, peer: SocketAddr, local_port: u16) -> Arc<Conn> {
         let mut state = Conn::new_state(settings, socket, Role::Server, Phase::Connected);
         state.remote = Some(peer);
         state.bound_local = true;
         state.neg = Some(Negotiation::new(policy(Role::Server, peer, local_port, settings)));
         Self::count_new(&state);
-        let conn = Conn::with_state(state);
-        {
-            let mut state = conn.lock();
-            conn.progress_stream(&mut state);
-        }
-        conn
+        Conn::with_state(state)
     }
 
     /// Counts a new connection, and where the policy keeps it on TCP from the start, why.
@@ -403,11 +399,9 @@ impl Conn {
                     Phase::Unconnected | Phase::Failed => return Err(Error::new(Status::NotConnected, "no connection pending")),
                     Phase::Connecting => {}
                 }
+                // A failed connect reports POLLERR: its error is asked for only then, as the
+                // kernel's channels do.
                 let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-                if let Some(error) = socket.take_error().map_err(|e| Error::io("connect", &e))? {
-                    state.phase = Phase::Failed;
-                    return Err(Error::io("", &error));
-                }
                 let revents = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
                     .map_err(|e| Error::io("poll", &e))?;
                 if revents[0] & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {

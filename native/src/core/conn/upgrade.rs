@@ -14,6 +14,7 @@ use crate::core::identity;
 use crate::core::protocol::Identity;
 use crate::core::link::Link;
 use crate::core::negotiation::{Action, Negotiation, Policy, TcpReason};
+use crate::core::peers::peers;
 use crate::core::protocol::{self, Role};
 use crate::core::stream::{self, Failure};
 use crate::config::Settings;
@@ -68,9 +69,14 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
             let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
             Err((TcpReason::Rule, format!("{whose} '{rule}'")))
         } else {
-            crate::core::lanes::context(crate::core::lanes::Kind::Full, s.slot_len)
-                .map(|_| ())
-                .map_err(|e| (TcpReason::NoPath, format!("UCX unavailable: {e}")))
+            // A client skips the offer where the last connections to the address showed that it
+            // only costs (see `peers.rs`).
+            let learned = if role == Role::Client { peers().advice(peer, Instant::now()) } else { Ok(()) };
+            learned.and_then(|()| {
+                crate::core::lanes::context(crate::core::lanes::Kind::Full, s.slot_len)
+                    .map(|_| ())
+                    .map_err(|e| (TcpReason::NoPath, format!("UCX unavailable: {e}")))
+            })
         }
     };
     let secret = s.secret.clone();
@@ -156,6 +162,7 @@ impl Conn {
         while let Some(action) = state.neg.as_mut().and_then(Negotiation::poll_action) {
             self.act(state, action);
         }
+        Self::learn(state);
         let Some(neg) = state.neg.as_mut() else { return };
         if neg.framed() && state.user_nodelay.is_none() {
             Self::control_frames_without_delay(state);
@@ -187,6 +194,13 @@ impl Conn {
         }
         if let Some(error) = state.neg.as_ref().and_then(|n| n.error().cloned()) {
             self.set_fatal(state, error);
+        }
+    }
+
+    /// Tells the process's memory of servers what this client connection showed about its own.
+    pub(super) fn learn(state: &mut State) {
+        if let (Some(outcome), Some(server)) = (state.neg.as_mut().and_then(Negotiation::take_outcome), state.remote) {
+            peers().learn(server, outcome, Instant::now());
         }
     }
 

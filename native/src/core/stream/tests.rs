@@ -6,16 +6,20 @@
 use std::time::Duration;
 
 use super::sim::{against_plain, pattern, policy, run_pair, run_server_short, run_short};
-use crate::core::negotiation::TcpReason;
+use crate::core::negotiation::{Outcome, TcpReason};
 use crate::core::protocol::Role;
 
 #[test]
 fn two_hadronio_sides_upgrade_and_deliver_every_byte() {
     for seed in 0..200 {
-        let (client, server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (20_000, 15_000), false);
+        let (mut client, mut server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (20_000, 15_000), false);
         assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert_eq!(client.neg.path(), "ucx", "seed {seed}");
         assert_eq!(server.neg.path(), "ucx", "seed {seed}");
+        // What the client learned of its server (once), for its next connections to it.
+        assert_eq!(client.neg.take_outcome(), Some(Outcome::Upgrading), "seed {seed}");
+        assert_eq!(client.neg.take_outcome(), None, "seed {seed}");
+        assert_eq!(server.neg.take_outcome(), None, "seed {seed}");
         assert!(server.received == pattern(20_000, 1), "seed {seed}: server got {} bytes", server.received.len());
         assert!(client.received == pattern(15_000, 2), "seed {seed}: client got {} bytes", client.received.len());
     }
@@ -58,12 +62,13 @@ fn a_client_whose_server_closed_while_its_mark_waited_stays_plain() {
         delayed.mark_delay = Duration::from_millis(50);
         // The client writes once (its offer goes with it) and stays until the upgrade is decided;
         // the server answers, writes and closes.
-        let (client, server) = run_server_short(seed, delayed, policy(Role::Server, None, 22), (1, 900));
+        let (mut client, server) = run_server_short(seed, delayed, policy(Role::Server, None, 22), (1, 900));
         assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert!(!client.neg.framed(), "seed {seed}: the client sent its mark after the server's end ({})", client.neg.path());
         assert_eq!(client.received, pattern(900, 2), "seed {seed}");
         assert_eq!(server.received, pattern(1, 1), "seed {seed}");
         assert_eq!(client.neg.path(), "tcp (the peer closed before the upgrade)", "seed {seed}");
+        assert_eq!(client.neg.take_outcome(), Some(Outcome::Short), "seed {seed}");
     }
 }
 
@@ -73,11 +78,12 @@ fn a_client_that_only_reads_offers_nothing() {
     // kernel would reset the connection instead of ending it): a client offers with its first
     // write, and one that writes nothing offers nothing.
     for seed in 0..100 {
-        let (client, server) = run_short(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (0, 900));
+        let (mut client, server) = run_short(seed, policy(Role::Client, None, 11), policy(Role::Server, None, 22), (0, 900));
         assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert_eq!(client.received, pattern(900, 2), "seed {seed}");
         // The server saw the client's end and nothing before it: no offer.
         assert_eq!(server.neg.path(), "tcp (the peer closed before speaking)", "seed {seed}");
+        assert_eq!(client.neg.take_outcome(), None, "seed {seed}: it never offered");
     }
 }
 
@@ -146,12 +152,20 @@ fn a_side_without_upgrade_talks_plain_tcp_to_a_hadronio_side() {
 
 #[test]
 fn a_plain_server_gets_exactly_the_application_bytes() {
+    let mut learned = 0;
     for seed in 0..100 {
-        let (client, server_got) = against_plain(seed, Role::Client, None, 30_000, pattern(8_000, 9), false);
+        let (mut client, server_got) = against_plain(seed, Role::Client, None, 30_000, pattern(8_000, 9), false);
         assert!(server_got == pattern(30_000, 1), "seed {seed}: the plain server got {} bytes", server_got.len());
         assert!(client.received == pattern(8_000, 9), "seed {seed}");
         assert!(client.neg.path().starts_with("tcp"), "{}", client.neg.path());
+        // The server's end, or the offer's wait, tells the client that the server is plain; a
+        // client that shut its output down first stopped looking for the answer.
+        if !client.neg.path().contains("output shut down") {
+            assert_eq!(client.neg.take_outcome(), Some(Outcome::Plain), "seed {seed}: {}", client.neg.path());
+            learned += 1;
+        }
     }
+    assert!(learned > 0, "no seed let the client see the plain server's end");
 }
 
 #[test]
@@ -187,9 +201,10 @@ fn a_plain_client_of_a_hadronio_server_that_speaks_first() {
 #[test]
 fn a_secret_costs_a_plain_server_one_offer_wait() {
     for seed in 0..30 {
-        let (client, server_got) = against_plain(seed, Role::Client, Some(b"s"), 5_000, pattern(2_000, 3), false);
+        let (mut client, server_got) = against_plain(seed, Role::Client, Some(b"s"), 5_000, pattern(2_000, 3), false);
         assert!(server_got == pattern(5_000, 1), "seed {seed}");
         assert!(client.received == pattern(2_000, 3), "seed {seed}");
         assert!(client.neg.path().contains("no answer to the hadroNIO offer"), "{}", client.neg.path());
+        assert_eq!(client.neg.take_outcome(), Some(Outcome::Plain), "seed {seed}");
     }
 }

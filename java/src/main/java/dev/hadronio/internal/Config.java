@@ -34,9 +34,8 @@ import java.util.TreeSet;
  * falling back to the JDK's own provider (read by {@link NativeLoader#startOrFallBack()})</td></tr>
  * <tr><td>hadronio.secret</td><td></td><td>shared secret both ends of an upgrade must prove
  * (also {@code HADRONIO_SECRET})</td></tr>
- * <tr><td>hadronio.offerMillis</td><td>200</td><td>how long a client looks for a hadroNIO server's
- * answer to its offer before it treats the server as a plain one (with a secret: how long its
- * bytes wait for it)</td></tr>
+ * <tr><td>hadronio.offerMillis</td><td>200</td><td>with a secret: how long a client's bytes wait
+ * for a hadroNIO server's answer to its offer before it treats the server as a plain one</td></tr>
  * <tr><td>hadronio.upgradeDelayMillis</td><td>20</td><td>a client starts the upgrade at its second
  * write, or this long after connecting if it wrote once (0: at once)</td></tr>
  * <tr><td>hadronio.rules</td><td></td><td>which connections may upgrade (checked natively; an

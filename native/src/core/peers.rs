@@ -1,0 +1,203 @@
+//! What this process's clients learned about the servers they connected to, so that a new
+//! connection to the same address skips an offer that would only cost: to a plain server (it
+//! answered none of the last offers), or where every recent connection ended before its upgrade
+//! was due (a connection per request: the offer, its answer and the strict reads until the close
+//! are all the upgrade ever did there). Every [`SAMPLE_EVERY`]th connection to such an address
+//! still offers, so that a server that changed is found again; one that goes ahead with its
+//! upgrade clears the record. What is learned stays for [`REMEMBER`].
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::negotiation::{Outcome, TcpReason};
+
+/// Unanswered offers in a row after which an address counts as a plain server.
+const PLAIN_AFTER: u32 = 2;
+
+/// Connections in a row that ended before their upgrade after which an address counts as one
+/// served a connection per request.
+const SHORT_AFTER: u32 = 8;
+
+/// While an address counts as either, one connection in this many still offers.
+pub const SAMPLE_EVERY: u32 = 16;
+
+/// How long a record lasts without news.
+const REMEMBER: Duration = Duration::from_secs(60);
+
+/// Most addresses remembered; beyond that the oldest records go.
+const CAPACITY: usize = 4096;
+
+#[derive(Clone, Copy, Debug)]
+struct Record {
+    /// Offers in a row that the server did not answer.
+    plain: u32,
+    /// Answered connections in a row that ended before their upgrade.
+    short: u32,
+    /// Connections that skipped the offer since the last one that made it.
+    skipped: u32,
+    touched: Instant,
+}
+
+/// The records, by server address.
+pub struct Peers {
+    records: Mutex<HashMap<SocketAddr, Record>>,
+}
+
+/// The process's records.
+pub fn peers() -> &'static Peers {
+    static PEERS: OnceLock<Peers> = OnceLock::new();
+    PEERS.get_or_init(Peers::new)
+}
+
+impl Peers {
+    pub fn new() -> Peers {
+        Peers { records: Mutex::new(HashMap::new()) }
+    }
+
+    /// Whether a new connection to `server` should offer the upgrade: `Err` says why not.
+    pub fn advice(&self, server: SocketAddr, now: Instant) -> Result<(), (TcpReason, String)> {
+        let mut records = self.records.lock();
+        let Some(record) = records.get_mut(&server) else { return Ok(()) };
+        if now.saturating_duration_since(record.touched) >= REMEMBER {
+            records.remove(&server);
+            return Ok(());
+        }
+        let why = if record.plain >= PLAIN_AFTER {
+            (TcpReason::PlainPeer, format!("the last {} offers to this address went unanswered (a plain server)", record.plain))
+        } else if record.short >= SHORT_AFTER {
+            (
+                TcpReason::Other,
+                format!("the last {} connections to this address ended before their upgrade was due (a connection per request)", record.short),
+            )
+        } else {
+            return Ok(());
+        };
+        record.skipped += 1;
+        if record.skipped >= SAMPLE_EVERY {
+            // This one offers: it tells whether the server is still what the record says.
+            record.skipped = 0;
+            return Ok(());
+        }
+        Err((why.0, format!("{}; one connection in {SAMPLE_EVERY} still offers", why.1)))
+    }
+
+    /// What a connection to `server` that offered showed.
+    pub fn learn(&self, server: SocketAddr, outcome: Outcome, now: Instant) {
+        let mut records = self.records.lock();
+        if outcome == Outcome::Upgrading {
+            records.remove(&server);
+            return;
+        }
+        if records.len() >= CAPACITY && !records.contains_key(&server) {
+            records.retain(|_, r| now.saturating_duration_since(r.touched) < REMEMBER);
+            if records.len() >= CAPACITY {
+                // Still full of fresh records: the oldest go.
+                let mut ages: Vec<Instant> = records.values().map(|r| r.touched).collect();
+                ages.sort_unstable();
+                let cut = ages[CAPACITY / 4];
+                records.retain(|_, r| r.touched > cut);
+            }
+        }
+        let record = records.entry(server).or_insert(Record { plain: 0, short: 0, skipped: 0, touched: now });
+        record.touched = now;
+        match outcome {
+            Outcome::Plain => {
+                record.plain = record.plain.saturating_add(1);
+                record.short = 0;
+            }
+            Outcome::Short => {
+                record.short = record.short.saturating_add(1);
+                record.plain = 0;
+            }
+            Outcome::Upgrading => {}
+        }
+    }
+}
+
+impl Default for Peers {
+    fn default() -> Peers {
+        Peers::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    /// A record of `n` connections to `server` in a row that showed `outcome`.
+    fn learned(n: u32, server: SocketAddr, outcome: Outcome, now: Instant) -> Peers {
+        let peers = Peers::new();
+        for _ in 0..n {
+            peers.learn(server, outcome, now);
+        }
+        peers
+    }
+
+    /// How many of `n` new connections to `server` offer.
+    fn offers(peers: &Peers, server: SocketAddr, n: u32, now: Instant) -> u32 {
+        (0..n).filter(|_| peers.advice(server, now).is_ok()).count() as u32
+    }
+
+    #[test]
+    fn a_server_that_answers_none_of_two_offers_is_offered_one_connection_in_sixteen() {
+        let peers = Peers::new();
+        let now = Instant::now();
+        peers.learn(addr(1), Outcome::Plain, now);
+        assert!(peers.advice(addr(1), now).is_ok(), "one unanswered offer proves little");
+        peers.learn(addr(1), Outcome::Plain, now);
+        let advice = peers.advice(addr(1), now).unwrap_err();
+        assert_eq!(advice.0, TcpReason::PlainPeer);
+        assert!(advice.1.contains("2 offers"), "{}", advice.1);
+        assert_eq!(offers(&peers, addr(1), SAMPLE_EVERY * 4, now), 4);
+        assert!(peers.advice(addr(2), now).is_ok(), "another address is not affected");
+    }
+
+    #[test]
+    fn connections_per_request_stop_offering_until_one_upgrades() {
+        let now = Instant::now();
+        let peers = learned(SHORT_AFTER - 1, addr(1), Outcome::Short, now);
+        assert_eq!(offers(&peers, addr(1), 10, now), 10);
+        peers.learn(addr(1), Outcome::Short, now);
+        assert_eq!(offers(&peers, addr(1), SAMPLE_EVERY, now), 1);
+        // The sample went ahead with its upgrade: the address is offered again.
+        peers.learn(addr(1), Outcome::Upgrading, now);
+        assert_eq!(offers(&peers, addr(1), 10, now), 10);
+    }
+
+    #[test]
+    fn a_mixed_record_starts_over() {
+        let now = Instant::now();
+        let peers = learned(SHORT_AFTER - 1, addr(1), Outcome::Short, now);
+        peers.learn(addr(1), Outcome::Plain, now);
+        peers.learn(addr(1), Outcome::Short, now);
+        assert_eq!(offers(&peers, addr(1), 10, now), 10);
+    }
+
+    #[test]
+    fn records_are_forgotten_after_a_while() {
+        let now = Instant::now();
+        let peers = learned(PLAIN_AFTER, addr(1), Outcome::Plain, now);
+        assert!(peers.advice(addr(1), now + Duration::from_secs(1)).is_err());
+        assert!(peers.advice(addr(1), now + REMEMBER).is_ok());
+        assert!(peers.advice(addr(1), now + Duration::from_secs(1)).is_ok(), "the record is gone");
+    }
+
+    #[test]
+    fn the_records_stay_bounded() {
+        let peers = Peers::new();
+        let now = Instant::now();
+        for i in 0..(CAPACITY as u32 + 100) {
+            let server = SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 80));
+            peers.learn(server, Outcome::Plain, now + Duration::from_micros(u64::from(i)));
+        }
+        assert!(peers.records.lock().len() <= CAPACITY);
+    }
+}
