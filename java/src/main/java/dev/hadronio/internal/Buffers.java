@@ -124,7 +124,8 @@ public final class Buffers {
         /**
          * Adds the remaining bytes of {@code buffer} (index {@code index} of the caller's
          * array); heap buffers go through this thread's temporary buffer. Returns false when no
-         * more room is left.
+         * later buffer may follow: no room is left, or the temporary buffer took only part of
+         * this one (the bytes of the next buffer must not pass the rest of it).
          */
         public boolean add(ByteBuffer buffer, int index, boolean copyIn) {
             int remaining = buffer.remaining();
@@ -153,7 +154,7 @@ public final class Buffers {
             }
             put(Buffers.address(temporary) + temporaryUsed, take, index, temporaryUsed);
             temporaryUsed += take;
-            return true;
+            return take == remaining;
         }
 
         private void put(long address, int bytes, int index, int offset) {

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Random;
@@ -38,6 +39,42 @@ public class ScatterGatherTest extends AbstractConformanceTest {
     @Test
     public void gatheringWriteOfLargeBuffers() throws Exception {
         gatherThenScatter(40, 5, 30, 256 * 1024, 22);
+    }
+
+    /**
+     * Heap buffers pass through a staging buffer of 1 MiB per thread (as with the JDK): a heap
+     * buffer larger than that, with a direct buffer after it, must still go out in order, its rest
+     * before the direct buffer's bytes; blocking and non-blocking.
+     */
+    @Test
+    public void gatheringWriteOfHeapBufferLargerThanStaging() throws Exception {
+        gather(beyondStaging(), 0, 4, new Random(26));
+    }
+
+    @Test
+    public void nonBlockingGatheringWritesTakeBuffersInOrder() throws Exception {
+        Random random = new Random(27);
+        ByteBuffer[] buffers = beyondStaging();
+        byte[] data = fill(buffers, 0, buffers.length, random);
+        Pair pair = connectPair();
+        Background<byte[]> reader = background("reader", () -> readExactly(pair.server, data.length));
+        pair.client.configureBlocking(false);
+        long total = 0;
+        while (total < data.length) {
+            long n = pair.client.write(buffers);
+            assertTrue("non-blocking gathering write() returned " + n, n >= 0 && n <= data.length - total);
+            total += n;
+            assertFilledInOrder(buffers, 0, buffers.length, total);
+            if (n == 0) {
+                Thread.sleep(1);
+            }
+        }
+        assertBytesEqual("gathered bytes", data, reader.join());
+    }
+
+    @Test
+    public void scatteringReadIntoHeapBufferLargerThanStaging() throws Exception {
+        scatter(beyondStaging(), 0, 4, 28);
     }
 
     @Test
@@ -95,16 +132,25 @@ public class ScatterGatherTest extends AbstractConformanceTest {
      */
     private void gatherThenScatter(int count, int offset, int length, int maxSize, long seed) throws Exception {
         Random random = new Random(seed);
-        ByteBuffer[] buffers = mixedBuffers(count, maxSize, random);
+        gather(mixedBuffers(count, maxSize, random), offset, length, random);
+    }
+
+    /** Fills every buffer with random bytes (flipped for writing); returns those of the range, in order. */
+    private static byte[] fill(ByteBuffer[] buffers, int offset, int length, Random random) throws IOException {
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < buffers.length; i++) {
             byte[] content = randomBytes(random.nextLong(), buffers[i].capacity());
             buffers[i].put(content).flip();
             if (i >= offset && i < offset + length) {
                 expected.write(content);
             }
         }
-        byte[] data = expected.toByteArray();
+        return expected.toByteArray();
+    }
+
+    private void gather(ByteBuffer[] buffers, int offset, int length, Random random) throws Exception {
+        int count = buffers.length;
+        byte[] data = fill(buffers, offset, length, random);
         Pair pair = connectPair();
         Background<byte[]> reader = background("reader", () -> readExactly(pair.server, data.length));
 
@@ -123,8 +169,11 @@ public class ScatterGatherTest extends AbstractConformanceTest {
      * scattering reads until all arrived, checking after each read that the buffers fill in order.
      */
     private void scatter(int count, int offset, int length, int maxSize, long seed) throws Exception {
-        Random random = new Random(seed);
-        ByteBuffer[] buffers = mixedBuffers(count, maxSize, random);
+        scatter(mixedBuffers(count, maxSize, new Random(seed)), offset, length, seed);
+    }
+
+    private void scatter(ByteBuffer[] buffers, int offset, int length, long seed) throws Exception {
+        int count = buffers.length;
         int capacity = 0;
         for (int i = offset; i < offset + length; i++) {
             capacity += buffers[i].capacity();
@@ -175,6 +224,14 @@ public class ScatterGatherTest extends AbstractConformanceTest {
             }
         }
         assertEquals("bytes in buffers", total, sum);
+    }
+
+    /** Heap buffers of 1.5 MiB with direct buffers after them. */
+    private static ByteBuffer[] beyondStaging() {
+        return new ByteBuffer[] {
+            ByteBuffer.allocate(1536 * 1024), ByteBuffer.allocateDirect(64 * 1024),
+            ByteBuffer.allocate(1536 * 1024), ByteBuffer.allocateDirect(256 * 1024)
+        };
     }
 
     /** {@code count} buffers alternating heap and direct at random, sizes 0..maxSize (about 1 in 8 empty). */
