@@ -52,11 +52,7 @@ impl Conn {
         if !state.output_shutdown {
             state.output_shutdown = true;
             // Take the peer's answer if it is there: the FIN then goes the right way.
-            if self.socket_may_have_news(&state) {
-                self.progress_stream(&mut state);
-            } else {
-                self.drive(&mut state);
-            }
+            self.progress_stream(&mut state);
             self.send_fin(&mut state);
         }
         let id = state.id;

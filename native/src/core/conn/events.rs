@@ -44,13 +44,10 @@ impl Conn {
                 self.flush_control(&mut state);
                 if state.input_shutdown || self.is_closed() {
                     self.discard_input(&mut state);
-                } else if state.io.readable || state.io.ended || events & poller::URGENT != 0 {
+                } else {
                     // After a FIN too: whatever follows it is a violation, and the socket's end
                     // bounds the wait for the UCX messages the FIN announced.
                     self.progress_stream(&mut state);
-                } else {
-                    // Room to write, and nothing came that was not read.
-                    self.drive(&mut state);
                 }
             }
         }

@@ -197,16 +197,20 @@ impl Conn {
         Ok(Conn::with_state(Conn::new_state(settings, socket, Role::Client, Phase::Unconnected)))
     }
 
-    /// A connection accepted by a listener on `local_port`. The client's offer is looked for
-    /// when the connection is first used: registered with a selector (its epoll reports what
-    /// came), read, written or asked whether it is ready.
+    /// A connection accepted by a listener on `local_port`. Looks at once whether the client's
+    /// offer is already there.
     pub fn accepted(settings: &'static Settings, socket: Socket, peer: SocketAddr, local_port: u16) -> Arc<Conn> {
         let mut state = Conn::new_state(settings, socket, Role::Server, Phase::Connected);
         state.remote = Some(peer);
         state.bound_local = true;
         state.neg = Some(Negotiation::new(policy(Role::Server, peer, local_port, settings)));
         Self::count_new(&state);
-        Conn::with_state(state)
+        let conn = Conn::with_state(state);
+        {
+            let mut state = conn.lock();
+            conn.progress_stream(&mut state);
+        }
+        conn
     }
 
     /// Counts a new connection, and where the policy keeps it on TCP from the start, why.

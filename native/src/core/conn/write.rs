@@ -52,13 +52,8 @@ impl Conn {
         }
         let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
         if state.neg.as_ref().is_some_and(Negotiation::pending) {
-            // Take the peer's answer, mark and frames so that the upgrade goes on while we write
-            // (where they may have come; our raw bytes are right whatever the peer sent meanwhile).
-            if self.socket_may_have_news(state) {
-                self.progress_stream(state);
-            } else {
-                self.drive(state);
-            }
+            // Take the peer's answer, mark and frames so that the upgrade goes on while we write.
+            self.progress_stream(state);
             if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) && !state.rx.eof {
                 Self::check_control(state)?;
             }
@@ -117,13 +112,6 @@ impl Conn {
             }
             Err(e) => Err(Error::io("", &e)),
         }
-    }
-
-    /// Whether the socket may hold something the negotiation has not seen: unless the hub hands
-    /// its events to the connection by itself ([`Hub::watches_sockets`]) and the last one left
-    /// nothing unread, a look costs a system call that usually finds nothing.
-    pub(super) fn socket_may_have_news(&self, state: &State) -> bool {
-        state.io.readable || state.io.ended || !self.hub.get().is_some_and(|hub| hub.watches_sockets(TCP_CHECK_INTERVAL))
     }
 
     /// Whether a framed peer closed: its TCP stream ends only when it closed altogether (its

@@ -116,8 +116,6 @@ pub struct Hub {
     epoll: Epoll,
     wake: EventFd,
     leader: Mutex<()>,
-    /// The connection the leader waits for (0: none in particular).
-    leader_key: AtomicU32,
     sleeping: AtomicBool,
     conns: Mutex<HashMap<u32, Weak<dyn Events>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
@@ -192,7 +190,6 @@ impl Hub {
             epoll,
             wake,
             leader: Mutex::new(()),
-            leader_key: AtomicU32::new(0),
             sleeping: AtomicBool::new(false),
             conns: Mutex::default(),
             links,
@@ -420,24 +417,10 @@ impl Hub {
     }
 
     /// Makes the threads waiting for connection `id` check their conditions again: its
-    /// followers, and the leader if it sleeps in epoll waiting for that connection. Call after
-    /// the change they wait for: a leader about to sleep says so first and then looks at its
-    /// condition once more (see [`Hub::wake`]). A leader that waits for no connection in
-    /// particular (a selector's thread, whose keys wake it when they become ready) sleeps on:
-    /// otherwise every channel a selector's application closes would cost its thread a wake-up.
+    /// followers, and the leader (asleep in epoll or about to be).
     pub fn wake_conn(&self, id: u32) {
         self.followers.wake_key(id);
-        if self.leader_key.load(Ordering::SeqCst) == id {
-            self.wake();
-        }
-    }
-
-    /// Whether this hub's socket events reach its connections without help from a thread that
-    /// is about to read or write: a selector's thread comes back to select, a thread sleeps in
-    /// the epoll right now, or every event older than `within` has been handled. Then a
-    /// connection's readiness flags tell whether its socket has news.
-    pub fn watches_sockets(&self, within: Duration) -> bool {
-        self.selector || self.sleeping.load(Ordering::SeqCst) || self.socket_events_handled(within)
+        self.wake.notify();
     }
 
     /// Runs UCX progress on every lane and handles what it completed. Returns whether anything
@@ -693,7 +676,6 @@ impl Hub {
             if let Some(guard) = self.leader.try_lock() {
                 self.followers.had_baton();
                 self.followers.leave();
-                self.leader_key.store(key.unwrap_or(0), Ordering::SeqCst);
                 let result = self.lead(guard, ready, deadline);
                 self.note_progressed(Instant::now());
                 self.followers.hand_over();
