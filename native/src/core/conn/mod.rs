@@ -403,8 +403,8 @@ impl Conn {
                     Phase::Unconnected | Phase::Failed => return Err(Error::new(Status::NotConnected, "no connection pending")),
                     Phase::Connecting => {}
                 }
-                // A failed connect reports POLLERR: its error is asked for only then, as the
-                // kernel's channels do.
+                // The socket's error is asked for only once poll reports the connect done
+                // (writable, failed or hung up), as the kernel's channels do.
                 let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
                 let revents = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
                     .map_err(|e| Error::io("poll", &e))?;
