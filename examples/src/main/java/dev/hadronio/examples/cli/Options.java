@@ -180,7 +180,7 @@ public final class Options {
         return name;
     }
 
-    /** Path of ucx_perftest (bench compare, demo); null if not given. */
+    /** Path of ucx_perftest (bench compare, demo, bench scale); null if not given. */
     public Path perftest() {
         return perftest;
     }

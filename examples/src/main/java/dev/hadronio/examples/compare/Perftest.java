@@ -15,6 +15,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -44,7 +45,12 @@ final class Perftest {
      * null if there is none.
      */
     static Path bundled() {
-        java.io.File build = new java.io.File("target/release/build");
+        return bundledUnder(Paths.get("."));
+    }
+
+    /** {@link #bundled()} of the source tree at {@code root}. */
+    static Path bundledUnder(Path root) {
+        java.io.File build = root.resolve("target/release/build").toFile();
         java.io.File[] candidates = build.listFiles((dir, name) -> name.startsWith("ucx1-sys-"));
         if (candidates == null) {
             return null;
@@ -69,10 +75,6 @@ final class Perftest {
 
     /** Runs every matching iteration once; the rows look like the bench server's (benchmark "ucx_perftest"). */
     List<ResultRow> run(RunDescription d) throws IOException {
-        if (!Files.isExecutable(executable)) {
-            throw new IOException("ucx_perftest not found or not executable: " + executable);
-        }
-        Files.createDirectories(logs);
         List<ResultRow> rows = new ArrayList<>();
         for (RunDescription.Operation op : d.operations()) {
             boolean latency = op.kind == OperationKind.MESSAGING_PING_PONG;
@@ -104,7 +106,12 @@ final class Perftest {
         return rows;
     }
 
-    private Map<String, Double> measure(String test, RunDescription.Iteration it) throws IOException {
+    /** One {@code ucx_perftest} run of {@code test} at the iteration's size and count: its final figures. */
+    Map<String, Double> measure(String test, RunDescription.Iteration it) throws IOException {
+        if (!Files.isExecutable(executable)) {
+            throw new IOException("ucx_perftest not found or not executable: " + executable);
+        }
+        Files.createDirectories(logs);
         int port = Ports.freePair();
         Path log = logs.resolve("perftest-" + test + "-" + it.size + ".log");
         Path serverLog = logs.resolve("perftest-server.log");

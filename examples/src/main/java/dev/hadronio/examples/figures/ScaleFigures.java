@@ -4,6 +4,7 @@ import static dev.hadronio.examples.figures.Children.PREFIX;
 import static dev.hadronio.examples.figures.Children.figure;
 import static dev.hadronio.examples.figures.Children.reader;
 
+import dev.hadronio.examples.compare.HostPhase;
 import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import dev.hadronio.examples.util.CpuClock;
@@ -31,6 +32,7 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -55,27 +57,35 @@ public final class ScaleFigures {
     private static final int MESSAGE = 1024;
     private static final int EVENT_LOOPS = 2;
     private static final int WARMUP_SECONDS = 2;
+    private static final String HOST_BEFORE = "hostLatencyBeforeMicros";
+    private static final String HOST_AFTER = "hostLatencyAfterMicros";
 
     private final int[] counts;
     private final int seconds;
     private final Path output;
+    private final Path perftest;
     private final PrintStream out;
 
-    public ScaleFigures(int[] counts, int seconds, Path output, PrintStream out) {
+    /** {@code perftest}: the {@code ucx_perftest} of {@link HostPhase} (null: the bundled one, if built). */
+    public ScaleFigures(int[] counts, int seconds, Path output, Path perftest, PrintStream out) {
         this.counts = counts.clone();
         this.seconds = seconds;
         this.output = output;
+        this.perftest = perftest;
         this.out = out;
     }
 
     /** Runs every count with both providers, prints the table, writes CSV and plot. */
     public void run() throws Exception {
         Map<String, Map<String, Double>> results = new LinkedHashMap<>();
+        Path logs = output != null ? output.resolve("logs") : Paths.get(System.getProperty("java.io.tmpdir"), "hadronio-scale-logs");
+        HostPhase host = HostPhase.find(perftest, logs, out);
         int step = 0;
         for (int count : counts) {
             for (boolean hadronio : new boolean[] {false, true}) {
                 String label = hadronio ? "hadroNIO" : "JDK";
                 out.printf(Locale.ROOT, "(%d/%d) %s, %d connection(s)%n", ++step, counts.length * 2, label, count);
+                double before = host.measure();
                 Map<String, Double> figures;
                 try {
                     figures = measure(hadronio, count);
@@ -84,12 +94,19 @@ public final class ScaleFigures {
                     out.println("  FAILED: " + e.getMessage());
                     figures = new LinkedHashMap<>();
                 }
+                double after = host.measure();
+                if (!Double.isNaN(before) || !Double.isNaN(after)) {
+                    out.println("  host: ucx_perftest tag_lat 64 B one way " + HostPhase.format(before, after) + " (before / after)");
+                }
+                figures.put(HOST_BEFORE, before);
+                figures.put(HOST_AFTER, after);
                 results.put(label + " " + count, figures);
             }
         }
         TextTable table = new TextTable("connections", "figure", "JDK", "hadroNIO", "times better");
         List<BarPlot.Bar> bars = new ArrayList<>();
         StringBuilder csv = new StringBuilder("connections,figure,jdk,hadronio,timesBetter\n");
+        boolean hostMeasured = false;
         for (int count : counts) {
             Map<String, Double> jdk = results.get("JDK " + count);
             Map<String, Double> ours = results.get("hadroNIO " + count);
@@ -109,11 +126,23 @@ public final class ScaleFigures {
                     bars.add(new BarPlot.Bar(count + " connections: " + f[1], better));
                 }
             }
+            String jdkHost = HostPhase.format(jdk.get(HOST_BEFORE), jdk.get(HOST_AFTER));
+            String ourHost = HostPhase.format(ours.get(HOST_BEFORE), ours.get(HOST_AFTER));
+            if (!jdkHost.equals("-") || !ourHost.equals("-")) {
+                hostMeasured = true;
+                table.row(Integer.toString(count), "host latency (before / after)", jdkHost, ourHost, "");
+                for (String key : new String[] {HOST_BEFORE, HOST_AFTER}) {
+                    csv.append(String.format(Locale.ROOT, "%d,%s,%.3f,%.3f,%n", count, key, jdk.get(key), ours.get(key)));
+                }
+            }
         }
         out.println();
         out.println("netty echo, one 1 KiB message in flight per connection, " + EVENT_LOOPS
             + " event loops per side (hadroNIO vs JDK: times better)");
         out.print(table);
+        if (hostMeasured) {
+            out.println(HostPhase.LEGEND);
+        }
         if (output != null) {
             Files.createDirectories(output);
             Files.write(output.resolve("scale.csv"), csv.toString().getBytes(StandardCharsets.UTF_8));

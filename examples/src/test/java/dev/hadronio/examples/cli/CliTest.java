@@ -52,6 +52,11 @@ public class CliTest {
         assertEquals(Options.Command.DEMO, demo.command());
         assertEquals(Arrays.asList(Flavour.NETTY, Flavour.BLOCKING), demo.flavours());
         assertEquals("/opt/ucx_perftest", demo.perftest().toString());
+        Options scale = Cli.parse("bench", "scale", "--counts", "1,16", "--perftest", "/opt/ucx_perftest");
+        assertEquals(Options.Command.BENCH_SCALE, scale.command());
+        assertEquals(Arrays.asList(1, 16), scale.counts());
+        assertEquals("/opt/ucx_perftest", scale.perftest().toString());
+        assertNull(Cli.parse("bench", "scale").perftest());
     }
 
     @Test
