@@ -9,8 +9,8 @@ import java.util.Map;
 
 /**
  * How fast the host is right now, as {@code ucx_perftest tag_lat} sees it: the one-way latency of
- * 64 B messages between two processes over shared memory, which depends on nothing but how long a
- * cache line takes from one core to another. On a virtual machine that moves between levels (the
+ * 64 B messages between two processes over shared memory, which depends mostly on how long a cache
+ * line takes from one core to another. On a virtual machine that moves between levels (the
  * hypervisor places the virtual CPUs on host cores that share a cache, then on cores that do not),
  * and a run that meets the slow level is slower at every size, hadroNIO's figures far more than the
  * kernel's. Measured before and after each provider's run, it tells whether the two providers of
