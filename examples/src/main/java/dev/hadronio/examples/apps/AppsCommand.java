@@ -119,9 +119,7 @@ final class AppsCommand {
                     double before = host.measure();
                     Map<String, Double> figures = runOne(app, provider, java, rounds > 1 ? "-r" + round : "");
                     double after = host.measure();
-                    if (!Double.isNaN(before) || !Double.isNaN(after)) {
-                        out.println("  host: ucx_perftest tag_lat 64 B one way " + HostPhase.format(before, after) + " (before / after)");
-                    }
+                    host.say(before, after);
                     figures.put(HOST_BEFORE, before);
                     figures.put(HOST_AFTER, after);
                     byProvider.put(provider, figures);
@@ -339,22 +337,23 @@ final class AppsCommand {
                         String.format(Locale.ROOT, "%.3f", Collections.max(ratios))));
                 bars.add(new BarPlot.Bar(app.name() + ": " + name, better));
             }
-            String jdkHost = HostPhase.format(medianOf(entry.getValue(), Provider.JDK, HOST_BEFORE), medianOf(entry.getValue(), Provider.JDK, HOST_AFTER));
-            String ourHost = HostPhase.format(medianOf(entry.getValue(), Provider.HADRONIO, HOST_BEFORE), medianOf(entry.getValue(), Provider.HADRONIO, HOST_AFTER));
-            if (jdkHost.equals("-") && ourHost.equals("-")) {
+            double[] jdkHost = {medianOf(entry.getValue(), Provider.JDK, HOST_BEFORE), medianOf(entry.getValue(), Provider.JDK, HOST_AFTER)};
+            double[] ourHost = {medianOf(entry.getValue(), Provider.HADRONIO, HOST_BEFORE), medianOf(entry.getValue(), Provider.HADRONIO, HOST_AFTER)};
+            String jdkText = HostPhase.format(jdkHost[0], jdkHost[1]);
+            String ourText = HostPhase.format(ourHost[0], ourHost[1]);
+            if (jdkText.equals("-") && ourText.equals("-")) {
                 continue;
             }
             hostMeasured = true;
             if (rounds > 1) {
-                table.row(app.name(), "host latency (before / after)", jdkHost, ourHost, "", "");
+                table.row(app.name(), HostPhase.ROW, jdkText, ourText, "", "");
             } else {
-                table.row(app.name(), "host latency (before / after)", jdkHost, ourHost, "");
+                table.row(app.name(), HostPhase.ROW, jdkText, ourText, "");
             }
-            for (String key : new String[] {HOST_BEFORE, HOST_AFTER}) {
-                csv.add(String.join(",", app.name(), key, "us",
-                        String.format(Locale.ROOT, "%.3f", medianOf(entry.getValue(), Provider.JDK, key)),
-                        String.format(Locale.ROOT, "%.3f", medianOf(entry.getValue(), Provider.HADRONIO, key)),
-                        "", String.valueOf(entry.getValue().size()), "", ""));
+            String[] keys = {HOST_BEFORE, HOST_AFTER};
+            for (int i = 0; i < keys.length; i++) {
+                csv.add(String.join(",", app.name(), keys[i], "us", String.format(Locale.ROOT, "%.3f", jdkHost[i]),
+                        String.format(Locale.ROOT, "%.3f", ourHost[i]), "", String.valueOf(entry.getValue().size()), "", ""));
             }
         }
         out.println();

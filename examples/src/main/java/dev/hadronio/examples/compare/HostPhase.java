@@ -21,6 +21,9 @@ public final class HostPhase {
     public static final String LEGEND = "host latency: ucx_perftest tag_lat, 64 B one way between two processes, before and after "
             + "each run; runs of one ratio that met different levels are not comparable (see README, \"Slower runs on a virtual machine\")";
 
+    /** The label of a table's host latency row. */
+    public static final String ROW = "host latency (before / after)";
+
     /** Round trips of one probe: about 0.1 s of measuring, plus the two processes' start. */
     private static final int ROUND_TRIPS = 100_000;
 
@@ -63,6 +66,13 @@ public final class HostPhase {
             failed = true;
             out.println("(ucx_perftest failed, the host's latency is not measured further: " + e.getMessage() + ")");
             return Double.NaN;
+        }
+    }
+
+    /** Says a run's {@code before} and {@code after} on the progress output, where either was measured. */
+    public void say(double before, double after) {
+        if (!Double.isNaN(before) || !Double.isNaN(after)) {
+            out.println("  host: ucx_perftest tag_lat 64 B one way " + format(before, after) + " (before / after)");
         }
     }
 

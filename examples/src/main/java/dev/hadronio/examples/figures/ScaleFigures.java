@@ -95,9 +95,7 @@ public final class ScaleFigures {
                     figures = new LinkedHashMap<>();
                 }
                 double after = host.measure();
-                if (!Double.isNaN(before) || !Double.isNaN(after)) {
-                    out.println("  host: ucx_perftest tag_lat 64 B one way " + HostPhase.format(before, after) + " (before / after)");
-                }
+                host.say(before, after);
                 figures.put(HOST_BEFORE, before);
                 figures.put(HOST_AFTER, after);
                 results.put(label + " " + count, figures);
@@ -130,7 +128,7 @@ public final class ScaleFigures {
             String ourHost = HostPhase.format(ours.get(HOST_BEFORE), ours.get(HOST_AFTER));
             if (!jdkHost.equals("-") || !ourHost.equals("-")) {
                 hostMeasured = true;
-                table.row(Integer.toString(count), "host latency (before / after)", jdkHost, ourHost, "");
+                table.row(Integer.toString(count), HostPhase.ROW, jdkHost, ourHost, "");
                 for (String key : new String[] {HOST_BEFORE, HOST_AFTER}) {
                     csv.append(String.format(Locale.ROOT, "%d,%s,%.3f,%.3f,%n", count, key, jdk.get(key), ours.get(key)));
                 }
