@@ -159,7 +159,7 @@ public final class Main {
                 break;
             case BENCH_SCALE:
                 new ScaleFigures(options.counts().stream().mapToInt(Integer::intValue).toArray(), options.seconds(),
-                    options.output(), options.perftest(), out).run();
+                    options.warmUpMax(), options.output(), options.perftest(), out).run();
                 break;
             default:
                 throw new IllegalStateException("unhandled command " + options.command());

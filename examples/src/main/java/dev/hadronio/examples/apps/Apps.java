@@ -1,6 +1,7 @@
 package dev.hadronio.examples.apps;
 
 import dev.hadronio.examples.report.LatencyStats;
+import dev.hadronio.examples.util.WarmUp;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -13,9 +14,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Semaphore;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -59,8 +60,26 @@ final class Apps {
         }
     }
 
+    /** How long each phase warms up: at least, at most, and the server JVM whose compilers count too. */
+    static final class Warm {
+        final double min;
+        final double max;
+        final long serverPid;
+
+        Warm(double min, double max, long serverPid) {
+            this.min = min;
+            this.max = max;
+            this.serverPid = serverPid;
+        }
+
+        /** A warm-up of both JVMs (see {@link WarmUp}), starting now. */
+        WarmUp start() {
+            return serverPid > 0 ? new WarmUp(min, max, serverPid) : new WarmUp(min, max);
+        }
+    }
+
     /** The client JVM: runs the phases against the server at {@code address}. */
-    static void measure(App app, InetSocketAddress address, double seconds, double warmUp, PrintStream out) throws Exception {
+    static void measure(App app, InetSocketAddress address, double seconds, Warm warmUp, PrintStream out) throws Exception {
         if (!app.requests()) {
             for (int connections : new int[] {1, 16}) {
                 stream(address, connections, seconds, warmUp, out);
@@ -78,15 +97,16 @@ final class Apps {
     }
 
     /** One request at a time: percentiles of the round trip. */
-    private static void latency(App.Client client, double seconds, double warmUp, PrintStream out) throws Exception {
-        long end = System.nanoTime() + nanos(warmUp);
-        while (System.nanoTime() < end) {
+    private static void latency(App.Client client, double seconds, Warm warmUp, PrintStream out) throws Exception {
+        WarmUp warm = warmUp.start();
+        Consumer<String> say = progress(out);
+        while (!warm.over(say)) {
             client.call();
         }
         Histogram histogram = LatencyStats.newHistogram();
         out.println("PHASE latency start");
         long start = System.nanoTime();
-        end = start + nanos(seconds);
+        long end = start + nanos(seconds);
         long nextReport = start + 1_000_000_000L;
         long now = start;
         while (now < end) {
@@ -107,7 +127,7 @@ final class Apps {
     }
 
     /** {@link App#inFlight()} requests at once: completed requests per second. */
-    private static void throughput(App app, App.Client client, double seconds, double warmUp, PrintStream out)
+    private static void throughput(App app, App.Client client, double seconds, Warm warmUp, PrintStream out)
             throws Exception {
         AtomicLong completed = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -177,7 +197,7 @@ final class Apps {
                 }
             });
         }
-        Thread.sleep(TimeUnit.NANOSECONDS.toMillis(nanos(warmUp)));
+        warmUp.start().await(progress(out));
         out.println("PHASE throughput start");
         long before = completed.get();
         long start = System.nanoTime();
@@ -200,12 +220,12 @@ final class Apps {
     }
 
     /** A full-duplex stream through the echo server on {@code connections} connections. */
-    private static void stream(InetSocketAddress address, int connections, double seconds, double warmUp, PrintStream out)
+    private static void stream(InetSocketAddress address, int connections, double seconds, Warm warmUp, PrintStream out)
             throws Exception {
         AtomicLong received = new AtomicLong();
         List<AutoCloseable> open = StreamApp.start(address, connections, received);
         try {
-            Thread.sleep(TimeUnit.NANOSECONDS.toMillis(nanos(warmUp)));
+            warmUp.start().await(progress(out));
             String phase = "stream_" + connections;
             out.println("PHASE " + phase + " start");
             long before = received.get();
@@ -224,6 +244,11 @@ final class Apps {
                 channel.close();
             }
         }
+    }
+
+    /** Where a warm-up tells how it goes: PROGRESS lines. */
+    private static Consumer<String> progress(PrintStream out) {
+        return text -> out.println("PROGRESS " + text);
     }
 
     private static long nanos(double seconds) {

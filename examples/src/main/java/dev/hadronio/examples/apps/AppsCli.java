@@ -19,6 +19,9 @@ import picocli.CommandLine.Spec;
  * server and client programs it starts in child JVMs.
  */
 public final class AppsCli {
+    /** Most warm-up seconds before a phase, unless told otherwise. */
+    static final double DEFAULT_WARMUP_MAX = 30;
+
     private AppsCli() {
     }
 
@@ -45,8 +48,13 @@ public final class AppsCli {
         @Option(names = "--seconds", description = "measured seconds per phase (default: ${DEFAULT-VALUE})")
         double seconds = 5;
 
-        @Option(names = "--warmup", description = "warm-up seconds before each phase (default: ${DEFAULT-VALUE})")
+        @Option(names = "--warmup", description = "least warm-up seconds before each phase; it goes on while the JIT "
+                + "compilers of the two JVMs are busy (default: ${DEFAULT-VALUE})")
         double warmUp = 2;
+
+        @Option(names = "--warmup-max", description = "most warm-up seconds before each phase; equal to --warmup for a "
+                + "fixed warm-up (default: ${DEFAULT-VALUE})")
+        double warmUpMax = DEFAULT_WARMUP_MAX;
 
         @Option(names = {"-o", "--output"}, description = "directory for apps.csv, apps.png and the logs (default: ${DEFAULT-VALUE})")
         Path output = Paths.get("apps-results");
@@ -73,13 +81,17 @@ public final class AppsCli {
             for (String app : apps) {
                 Apps.named(app);
             }
-            if (!(seconds > 0) || warmUp < 0) {
+            if (!(seconds > 0) || !(warmUp >= 0)) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--seconds must be > 0 and --warmup >= 0");
+            }
+            if (!(warmUpMax >= warmUp)) {
+                throw new CommandLine.ParameterException(spec.commandLine(),
+                        "--warmup-max (" + warmUpMax + ") must be at least --warmup (" + warmUp + ")");
             }
             if (rounds < 1 || rounds > 99) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be 1..99, not " + rounds);
             }
-            new AppsCommand(apps, seconds, warmUp, rounds, output, java21, perftest, out).run();
+            new AppsCommand(apps, seconds, warmUp, warmUpMax, rounds, output, java21, perftest, out).run();
             return 0;
         }
     }
@@ -133,13 +145,19 @@ public final class AppsCli {
         @Option(names = "--warmup")
         double warmUp = 2;
 
+        @Option(names = "--warmup-max")
+        double warmUpMax = DEFAULT_WARMUP_MAX;
+
+        @Option(names = "--server-pid", description = "process id of the server JVM, whose JIT compilers the warm-up waits for too")
+        long serverPid;
+
         ClientProgram(PrintStream out) {
             this.out = out;
         }
 
         @Override
         public Integer call() throws Exception {
-            Apps.measure(Apps.named(app), remote, seconds, warmUp, out);
+            Apps.measure(Apps.named(app), remote, seconds, new Apps.Warm(warmUp, warmUpMax, serverPid), out);
             return 0;
         }
     }

@@ -72,6 +72,7 @@ final class AppsCommand {
     private final List<String> apps;
     private final double seconds;
     private final double warmUp;
+    private final double warmUpMax;
     private final int rounds;
     private final Path output;
     private final String java21;
@@ -82,11 +83,12 @@ final class AppsCommand {
     static final String HOST_BEFORE = "host_before_us";
     static final String HOST_AFTER = "host_after_us";
 
-    AppsCommand(List<String> apps, double seconds, double warmUp, int rounds, Path output, String java21, Path perftest,
-            PrintStream out) {
+    AppsCommand(List<String> apps, double seconds, double warmUp, double warmUpMax, int rounds, Path output, String java21,
+            Path perftest, PrintStream out) {
         this.apps = apps;
         this.seconds = seconds;
         this.warmUp = warmUp;
+        this.warmUpMax = warmUpMax;
         this.rounds = rounds;
         this.output = output;
         this.java21 = java21;
@@ -201,7 +203,8 @@ final class AppsCommand {
             int port = awaitPort(server, serverLog);
             client = start(command(java, provider, List.of("bench", "app-client", "--app", app.name(),
                     "--remote", "127.0.0.1:" + port, "--seconds", String.valueOf(seconds),
-                    "--warmup", String.valueOf(warmUp))), provider, null);
+                    "--warmup", String.valueOf(warmUp), "--warmup-max", String.valueOf(warmUpMax),
+                    "--server-pid", String.valueOf(server.pid()))), provider, null);
             Map<String, Double> results = new LinkedHashMap<>();
             Map<String, long[]> cpu = new LinkedHashMap<>();
             List<String> lines = new ArrayList<>();
@@ -209,7 +212,7 @@ final class AppsCommand {
             Process child = client;
             Thread watchdog = new Thread(() -> {
                 try {
-                    if (!child.waitFor(SILENCE_SECONDS + (long) (4 * (seconds + warmUp)), TimeUnit.SECONDS)) {
+                    if (!child.waitFor(SILENCE_SECONDS + (long) (4 * (seconds + warmUpMax)), TimeUnit.SECONDS)) {
                         child.destroyForcibly();
                     }
                 } catch (InterruptedException e) {

@@ -477,8 +477,13 @@ public final class Cli {
         List<Integer> counts = new ArrayList<>(Arrays.asList(1, 16, 256, 1000, 4000));
 
         @Option(names = "--seconds", paramLabel = "s", converter = PositiveConverter.class,
-                description = "seconds measured at each count, after a 2 s warm-up (default ${DEFAULT-VALUE})")
+                description = "seconds measured at each count, after a warm-up of at least 2 s that goes on while "
+                    + "the JIT compilers of the two JVMs are busy (default ${DEFAULT-VALUE})")
         int seconds = 5;
+
+        @Option(names = "--warmup-max", paramLabel = "s", converter = PositiveConverter.class,
+                description = "most warm-up seconds at each count; 2 for a fixed warm-up (default ${DEFAULT-VALUE})")
+        int warmUpMax = 30;
 
         @Option(names = {"-o", "--output"}, paramLabel = "dir", description = "result directory (CSV and plot)")
         Path output;
@@ -496,6 +501,7 @@ public final class Cli {
         void fill(Options.Builder b) {
             b.counts.addAll(counts);
             b.seconds = seconds;
+            b.warmUpMax = warmUpMax;
             b.output = output;
             b.perftest = perftest;
         }

@@ -76,6 +76,7 @@ public final class Options {
     private final Path perftest;
     private final List<Integer> counts;
     private final int seconds;
+    private final int warmUpMax;
 
     private Options(Builder b) {
         command = b.command;
@@ -97,6 +98,7 @@ public final class Options {
         perftest = b.perftest;
         counts = Collections.unmodifiableList(new ArrayList<>(b.counts));
         seconds = b.seconds;
+        warmUpMax = b.warmUpMax;
     }
 
     /** Connection counts to measure at ({@code bench scale}). */
@@ -107,6 +109,11 @@ public final class Options {
     /** Seconds of measurement per step ({@code bench scale}). */
     public int seconds() {
         return seconds;
+    }
+
+    /** Most warm-up seconds per step ({@code bench scale}). */
+    public int warmUpMax() {
+        return warmUpMax;
     }
 
     public Command command() {
@@ -215,6 +222,7 @@ public final class Options {
         Path perftest;
         final List<Integer> counts = new ArrayList<>();
         int seconds;
+        int warmUpMax;
 
         Builder(Command command) {
             this.command = command;

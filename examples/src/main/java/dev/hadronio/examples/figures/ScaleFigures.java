@@ -8,6 +8,7 @@ import dev.hadronio.examples.compare.HostPhase;
 import dev.hadronio.examples.report.BarPlot;
 import dev.hadronio.examples.report.TextTable;
 import dev.hadronio.examples.util.CpuClock;
+import dev.hadronio.examples.util.WarmUp;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -62,14 +63,16 @@ public final class ScaleFigures {
 
     private final int[] counts;
     private final int seconds;
+    private final int warmUpMax;
     private final Path output;
     private final Path perftest;
     private final PrintStream out;
 
     /** {@code perftest}: the {@code ucx_perftest} of {@link HostPhase} (null: the bundled one, if built). */
-    public ScaleFigures(int[] counts, int seconds, Path output, Path perftest, PrintStream out) {
+    public ScaleFigures(int[] counts, int seconds, int warmUpMax, Path output, Path perftest, PrintStream out) {
         this.counts = counts.clone();
         this.seconds = seconds;
+        this.warmUpMax = warmUpMax;
         this.output = output;
         this.perftest = perftest;
         this.out = out;
@@ -157,13 +160,13 @@ public final class ScaleFigures {
     }
 
     private Map<String, Double> measure(boolean hadronio, int count) throws Exception {
-        Process server = child(hadronio, "server", "0", count);
+        Process server = child(hadronio, "server", "0", count, "0");
         Process client = null;
         try {
             BufferedReader serverOut = reader(server);
             PrintWriter serverIn = new PrintWriter(new OutputStreamWriter(server.getOutputStream(), StandardCharsets.UTF_8), true);
             String port = expect(serverOut, "PORT ");
-            client = child(hadronio, "client", port, count);
+            client = child(hadronio, "client", port, count, Long.toString(server.pid()));
             BufferedReader clientOut = reader(client);
             Map<String, Double> figures = new LinkedHashMap<>();
             String failure = null;
@@ -213,17 +216,21 @@ public final class ScaleFigures {
         throw new IOException("a child JVM ended before it said " + prefix.trim());
     }
 
-    private Process child(boolean hadronio, String role, String port, int count) throws IOException {
+    private Process child(boolean hadronio, String role, String port, int count, String serverPid) throws IOException {
         return Children.start(hadronio, Arrays.asList("-Xmx1g"), ScaleFigures.class, role, port, Integer.toString(count),
-            Integer.toString(seconds));
+            Integer.toString(seconds), Integer.toString(warmUpMax), serverPid);
     }
 
-    /** Child entry point: {@code server 0 N S} or {@code client PORT N S}. */
+    /**
+     * Child entry point: {@code server 0 N S W 0} or {@code client PORT N S W SERVER_PID} (W: most
+     * warm-up seconds).
+     */
     public static void main(String[] args) throws Exception {
         if (args[0].equals("server")) {
             server();
         } else {
-            client(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+            client(Integer.parseInt(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]),
+                Long.parseLong(args[5]));
         }
     }
 
@@ -321,7 +328,7 @@ public final class ScaleFigures {
         }
     }
 
-    private static void client(int port, int count, int seconds) throws Exception {
+    private static void client(int port, int count, int seconds, int warmUpMax, long serverPid) throws Exception {
         EventLoopGroup group = new NioEventLoopGroup(EVENT_LOOPS);
         Recorder latencies = new Recorder(3);
         AtomicLong roundTrips = new AtomicLong();
@@ -363,7 +370,10 @@ public final class ScaleFigures {
                 System.exit(1);
             }
             figure("firstEchoMillis", (System.nanoTime() - start) / 1e6);
-            Thread.sleep(TimeUnit.SECONDS.toMillis(WARMUP_SECONDS));
+            new WarmUp(WARMUP_SECONDS, warmUpMax, serverPid).await(text -> {
+                System.out.println(text);
+                System.out.flush();
+            });
             System.out.println("MEASURING");
             System.out.flush();
             latencies.reset();

@@ -36,6 +36,12 @@ public class AppsCliTest {
     }
 
     @Test
+    public void aLongestWarmUpShorterThanTheLeastIsRejectedByName() {
+        assertTrue(rejected("--warmup", "5", "--warmup-max", "3").contains("--warmup-max (3.0) must be at least --warmup (5.0)"));
+        assertTrue(rejected("--warmup", "-1").contains("--warmup >= 0"));
+    }
+
+    @Test
     public void anUnknownAppIsRejectedByName() {
         assertTrue(rejected("--apps", "tomcat").contains("tomcat"));
     }

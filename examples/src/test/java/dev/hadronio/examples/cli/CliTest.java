@@ -57,6 +57,8 @@ public class CliTest {
         assertEquals(Arrays.asList(1, 16), scale.counts());
         assertEquals("/opt/ucx_perftest", scale.perftest().toString());
         assertNull(Cli.parse("bench", "scale").perftest());
+        assertEquals(30, Cli.parse("bench", "scale").warmUpMax());
+        assertEquals(2, Cli.parse("bench", "scale", "--warmup-max", "2").warmUpMax());
     }
 
     @Test
