@@ -50,12 +50,14 @@ fn ucx_tcp_wanted() -> bool {
     *WANTED.get_or_init(|| std::env::var_os("UCX_TLS").is_some_and(|v| !v.is_empty()))
 }
 
-/// A random number of this connection (its nonce and probe token).
+/// A random number of this connection (its nonce and probe token): std's hash of a constant under
+/// a fresh `RandomState`, whose keys come from the kernel once per thread and differ for every
+/// state after that. Unique per connection and unknown outside the process, without the system
+/// call per connection that asking the kernel each time would cost (most connections never send
+/// a HELLO).
 fn nonce() -> u64 {
-    let random = crate::core::auth::challenge();
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&random[..8]);
-    u64::from_ne_bytes(bytes)
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(0u8)
 }
 
 /// What this side may do on a connection with `peer` (rules, settings, UCX availability).
