@@ -33,6 +33,9 @@ pub(super) struct Registry {
 /// How many addresses of destroyed workers [`Registry`] remembers.
 const GONE_KEPT: usize = 1024;
 
+/// How long [`Worker::lock`] waits on its core for a busy lock before it queues.
+const LOCK_SPIN: Duration = Duration::from_micros(5);
+
 pub(super) static REGISTRY: LazyLock<Mutex<Registry>> =
     LazyLock::new(|| Mutex::new(Registry { live: HashSet::new(), gone: VecDeque::new() }));
 
@@ -116,9 +119,30 @@ impl Worker {
         Ok(Arc::new(worker))
     }
 
-    /// Takes the worker's re-entrant lock.
+    /// Takes the worker's re-entrant lock. A holder keeps it for a few microseconds (a progress
+    /// round, a send, a receive posted again) and mostly runs on another core meanwhile, so a
+    /// thread that finds it taken waits without giving its core away for up to [`LOCK_SPIN`];
+    /// only then does it queue on the lock (whose own slow path soon yields the core, which on a
+    /// host with more runnable threads than cores hands it to another thread for a time slice).
     pub fn lock(&self) -> WorkerLock<'_> {
-        WorkerLock { worker: self, _guard: self.lock.lock() }
+        if let Some(guard) = self.lock.try_lock() {
+            return WorkerLock { worker: self, _guard: guard };
+        }
+        let start = Instant::now();
+        loop {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+                if !self.lock.is_locked() {
+                    break;
+                }
+            }
+            if let Some(guard) = self.lock.try_lock() {
+                return WorkerLock { worker: self, _guard: guard };
+            }
+            if start.elapsed() >= LOCK_SPIN {
+                return WorkerLock { worker: self, _guard: self.lock.lock() };
+            }
+        }
     }
 
     /// Like [`Worker::lock`] but gives up at once if another thread holds it.
@@ -346,3 +370,36 @@ impl Drop for Worker {
 /// How long [`WorkerLock::drain_unexpected`] waits for one message (a rendezvous from a dead peer
 /// may never complete).
 const DRAIN_WAIT: Duration = Duration::from_millis(100);
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::{Context, Worker, LOCK_SPIN};
+
+    #[test]
+    fn the_lock_excludes_other_threads_and_waits_past_its_spin() {
+        let context = Context::new(0, true).unwrap();
+        let worker = Worker::new(&context).unwrap();
+        // Far longer than the spin: the waiter must queue.
+        let held = LOCK_SPIN * 2000;
+        let released = Arc::new(AtomicBool::new(false));
+        let guard = worker.lock();
+        // Re-entrant: the holder takes it again without waiting.
+        drop(worker.lock());
+        let waiter = {
+            let (worker, released) = (worker.clone(), released.clone());
+            std::thread::spawn(move || {
+                let _guard = worker.lock();
+                released.load(Ordering::SeqCst)
+            })
+        };
+        std::thread::sleep(held);
+        released.store(true, Ordering::SeqCst);
+        drop(guard);
+        assert!(waiter.join().unwrap(), "the waiter got the lock while the holder kept it");
+        // Free again: taken at once.
+        assert!(worker.try_lock().is_some());
+    }
+}

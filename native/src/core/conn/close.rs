@@ -20,7 +20,7 @@ impl Conn {
     /// Ends our stream: a FIN frame (with the count of our UCX messages) while it carries
     /// frames, a TCP FIN while it is raw; after held-back bytes, if any.
     pub(super) fn send_fin(&self, state: &mut State) {
-        let Some(neg) = state.neg.as_mut() else { return };
+        let Some(neg) = state.neg.as_deref_mut() else { return };
         if neg.write_mode() == WriteMode::Hold || !state.tx.early.is_empty() {
             state.fin_pending = true;
             return;
@@ -95,12 +95,12 @@ impl Conn {
             let regions = [Region { addr: scratch.as_mut_ptr() as usize, len: scratch.len() }];
             let mut dst = Cursor::new(&regions);
             let mut n = 0;
-            let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+            let switched = state.neg.as_deref().is_some_and(Negotiation::peer_switched);
             if !switched {
                 n += self.read_stream(state, Some(&mut dst)).unwrap_or(0);
                 state.rx.inbox.clear();
             }
-            if state.neg.as_ref().is_some_and(Negotiation::peer_switched) {
+            if state.neg.as_deref().is_some_and(Negotiation::peer_switched) {
                 if let Some(link) = &mut state.link {
                     n += link.read(&mut dst, false).unwrap_or(0);
                 }
@@ -211,7 +211,7 @@ impl Conn {
         Self::learn(state);
         // (Once the peer's end was read, nothing can come any more that closing would answer with
         // a reset: the socket closes at once.)
-        let graceful = !state.rx.eof && state.neg.as_ref().is_some_and(Negotiation::peer_may_send_control);
+        let graceful = !state.rx.eof && state.neg.as_deref().is_some_and(Negotiation::peer_may_send_control);
         // Unread application data makes the close abortive, as with the kernel. A socket that
         // closes at once is reset by the kernel itself if it holds unread bytes, so only one
         // that would close gracefully is asked.
@@ -260,14 +260,14 @@ impl Conn {
 
     /// Application data that this process took from the socket or UCX and nobody read.
     fn unread_here(state: &State) -> bool {
-        state.neg.as_ref().is_some_and(Negotiation::data_pending)
+        state.neg.as_deref().is_some_and(Negotiation::data_pending)
             || !state.rx.inbox.is_empty()
             || state.link.as_ref().is_some_and(|l| l.readable())
     }
 
     /// Raw stream bytes that wait in the socket.
     fn unread_in_socket(state: &State) -> bool {
-        let raw = state.neg.as_ref().is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
+        let raw = state.neg.as_deref().is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
         raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0)
     }
 
@@ -284,7 +284,7 @@ impl Conn {
     /// Whether an upgraded connection's peer went away without closing it (its process may have
     /// died in the middle of a UCX message to our worker).
     fn peer_vanished(state: &State, link: &Link) -> bool {
-        let fin = state.neg.as_ref().and_then(Negotiation::peer_fin);
+        let fin = state.neg.as_deref().and_then(Negotiation::peer_fin);
         link.has_endpoint() && ((state.rx.eof && fin.is_none()) || state.fatal.is_some() || link.endpoint_error().is_some())
     }
 }

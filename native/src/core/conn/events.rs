@@ -33,7 +33,7 @@ impl Conn {
             if state.phase == Phase::Connected && !state.released {
                 if events & poller::URGENT != 0 {
                     let st = &mut *state;
-                    let result = match (st.neg.as_mut(), st.socket.as_ref()) {
+                    let result = match (st.neg.as_deref_mut(), st.socket.as_ref()) {
                         (Some(neg), Some(socket)) => stream::urgent(neg, socket, &mut st.rx, Instant::now()),
                         _ => Ok(()),
                     };

@@ -82,7 +82,7 @@ impl Conn {
     /// peer), and waiting for them is bounded by `hadronio.livenessMillis` (none if 0).
     pub(super) fn announced_deadline(state: &State) -> Option<Instant> {
         let millis = state.settings.liveness_ms;
-        let neg = state.neg.as_ref()?;
+        let neg = state.neg.as_deref()?;
         if millis == 0 || !state.rx.eof || Self::at_end(state) {
             return None;
         }
@@ -94,7 +94,7 @@ impl Conn {
         if let Some(error) = &state.fatal {
             return Some(error.clone());
         }
-        let neg = state.neg.as_ref()?;
+        let neg = state.neg.as_deref()?;
         if Self::announced_deadline(state).is_some_and(|d| Instant::now() >= d) {
             let announced = neg.peer_fin().map_or(0, |(m, _)| m);
             let received = state.link.as_ref().map_or(0, |l| l.consumed());
@@ -124,13 +124,13 @@ impl Conn {
         if state.phase != Phase::Connected {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
-        let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+        let switched = state.neg.as_deref().is_some_and(Negotiation::peer_switched);
         let mut n = 0;
         if !switched || !state.rx.inbox.is_empty() {
             n += self.read_stream(state, Some(dst))?;
             self.drive(state);
         }
-        let switched = state.neg.as_ref().is_some_and(Negotiation::peer_switched);
+        let switched = state.neg.as_deref().is_some_and(Negotiation::peer_switched);
         if switched && dst.remaining() > 0 && state.rx.inbox.is_empty() {
             if let Some(link) = &mut state.link {
                 // Only a read that returns nothing else may wait for a large message landing in
@@ -179,7 +179,7 @@ impl Conn {
     /// good, and nothing is held back or due ahead of the socket's next bytes.
     fn reads_in_kernel(state: &State) -> bool {
         state.phase == Phase::Connected
-            && state.neg.as_ref().is_some_and(Negotiation::settled_plain)
+            && state.neg.as_deref().is_some_and(Negotiation::settled_plain)
             && state.link.is_none()
             && state.socket.is_some()
             && state.rx.inbox.is_empty()
@@ -354,7 +354,7 @@ impl Conn {
                         if e.status != Status::Eof {
                             self.set_fatal(&mut state, e.clone());
                         }
-                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_ref().map_or("", Negotiation::path));
+                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_deref().map_or("", Negotiation::path));
                         return Err(e);
                     }
                 }

@@ -143,7 +143,7 @@ impl Conn {
     pub(super) fn progress_stream(&self, state: &mut State) {
         if state.phase == Phase::Connected && !state.released && state.fatal.is_none() && state.rx_error.is_none() {
             if let Err(e) = self.read_stream(state, None) {
-                let plain = !state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio);
+                let plain = !state.neg.as_deref().is_some_and(Negotiation::peer_speaks_hadronio);
                 if plain && e.status != Status::Protocol {
                     state.rx_error = Some(e);
                 } else {
@@ -161,17 +161,17 @@ impl Conn {
         if state.phase != Phase::Connected || state.released {
             return;
         }
-        while let Some(action) = state.neg.as_mut().and_then(Negotiation::poll_action) {
+        while let Some(action) = state.neg.as_deref_mut().and_then(Negotiation::poll_action) {
             self.act(state, action);
         }
         Self::learn(state);
-        let Some(neg) = state.neg.as_mut() else { return };
+        let Some(neg) = state.neg.as_deref_mut() else { return };
         if neg.framed() && state.user_nodelay.is_none() {
             Self::control_frames_without_delay(state);
         }
         self.flush_control(state);
         if !state.tx.early.is_empty() {
-            if let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) {
+            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) {
                 if let Err(e) = stream::release(neg, socket, &state.rx, &mut state.tx) {
                     Self::control_send_failed(state, &e);
                 }
@@ -184,7 +184,7 @@ impl Conn {
         self.drop_link_if_unused(state);
         // The negotiation's next deadline, or the end of the wait for UCX messages a FIN
         // announced: selectors and waiting readers learn of it when it is due.
-        let deadline = match (state.neg.as_ref().and_then(Negotiation::deadline), Self::announced_deadline(state)) {
+        let deadline = match (state.neg.as_deref().and_then(Negotiation::deadline), Self::announced_deadline(state)) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -194,14 +194,14 @@ impl Conn {
                 background().wake_at(at, Arc::<Conn>::downgrade(&me));
             }
         }
-        if let Some(error) = state.neg.as_ref().and_then(|n| n.error().cloned()) {
+        if let Some(error) = state.neg.as_deref().and_then(|n| n.error().cloned()) {
             self.set_fatal(state, error);
         }
     }
 
     /// Tells the process's memory of servers what this client connection showed about its own.
     pub(super) fn learn(state: &mut State) {
-        if let (Some(outcome), Some(server)) = (state.neg.as_mut().and_then(Negotiation::take_outcome), state.remote) {
+        if let (Some(outcome), Some(server)) = (state.neg.as_deref_mut().and_then(Negotiation::take_outcome), state.remote) {
             peers().learn(server, outcome, Instant::now());
         }
     }
@@ -234,7 +234,7 @@ impl Conn {
             }
             Action::Probe(token) => {
                 let sent = state.link.as_ref().map(|l| l.send_probe(protocol::PROBE_PING, token));
-                if let (Some(Err(e)), Some(neg)) = (sent, state.neg.as_mut()) {
+                if let (Some(Err(e)), Some(neg)) = (sent, state.neg.as_deref_mut()) {
                     neg.decline(&e.to_string());
                 }
             }
@@ -264,7 +264,7 @@ impl Conn {
 
     /// Whether the upgrade is under way with the UCX half open (see [`Conn::progress_upgrade`]).
     pub(super) fn upgrading(state: &State) -> bool {
-        state.link.is_some() && state.neg.as_ref().is_some_and(Negotiation::pending)
+        state.link.is_some() && state.neg.as_deref().is_some_and(Negotiation::pending)
     }
 
     /// Answers the peer's probe over UCX (once our endpoint exists).
@@ -282,7 +282,7 @@ impl Conn {
 
     /// Writes the negotiation's urgent byte and control bytes (as far as the socket takes them).
     pub(super) fn flush_control(&self, state: &mut State) {
-        let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) else { return };
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else { return };
         if !neg.has_output() {
             return;
         }
@@ -366,7 +366,7 @@ impl Conn {
 
     pub(super) fn set_fatal(&self, state: &mut State, error: Error) {
         if state.fatal.is_none() {
-            let handshake = state.neg.as_ref().is_some_and(|n| n.pending() && n.peer_speaks_hadronio());
+            let handshake = state.neg.as_deref().is_some_and(|n| n.pending() && n.peer_speaks_hadronio());
             if error.status == Status::Protocol {
                 // A peer that breaks the protocol (or fails authentication) is worth a line.
                 warn!("connection {} {}: {}; the connection fails", self.serial, Self::peer_label(state.role, state.remote), error);
@@ -376,7 +376,7 @@ impl Conn {
                 debug!("connection {}: {}", self.serial, error);
             }
             // What the negotiation queued tells the peer why (its own checks fail the same way).
-            if let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) {
+            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) {
                 let _ = stream::flush(neg, socket, &state.rx);
             }
             state.fatal = Some(error);
@@ -396,7 +396,7 @@ impl Conn {
     /// mapping socket failures: a reset ends the peer's stream of a hadroNIO peer like an EOF
     /// without FIN (what arrived before stays readable); other failures are errors.
     pub(super) fn read_stream(&self, state: &mut State, dst: Option<&mut crate::core::iov::Cursor<'_>>) -> Result<usize> {
-        let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) else { return Ok(0) };
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else { return Ok(0) };
         match stream::read(neg, socket, &mut state.rx, dst, Instant::now()) {
             Ok(read) => {
                 // A short receive drained the socket, unless its end was reported already: then
@@ -416,7 +416,7 @@ impl Conn {
     /// A receive on the socket failed: for a hadroNIO peer, as its control socket failing;
     /// otherwise the error ends reading, as with the kernel's channels.
     pub(super) fn recv_failed(state: &mut State, e: std::io::Error) -> Result<()> {
-        if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) {
+        if state.neg.as_deref().is_some_and(Negotiation::peer_speaks_hadronio) {
             Self::control_recv_failed(state, e)
         } else {
             Err(Error::io("", &e))

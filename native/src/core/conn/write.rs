@@ -46,15 +46,15 @@ impl Conn {
         }
         Self::check_peer_closed(state)?;
         if src.remaining() > 0 {
-            if let Some(neg) = state.neg.as_mut() {
+            if let Some(neg) = state.neg.as_deref_mut() {
                 neg.before_write(Instant::now());
             }
         }
-        let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
-        if state.neg.as_ref().is_some_and(Negotiation::pending) {
+        let mode = state.neg.as_deref().map_or(WriteMode::Raw, Negotiation::write_mode);
+        if state.neg.as_deref().is_some_and(Negotiation::pending) {
             // Take the peer's answer, mark and frames so that the upgrade goes on while we write.
             self.progress_stream(state);
-            if state.neg.as_ref().is_some_and(Negotiation::peer_speaks_hadronio) && !state.rx.eof {
+            if state.neg.as_deref().is_some_and(Negotiation::peer_speaks_hadronio) && !state.rx.eof {
                 Self::check_control(state)?;
             }
         } else if mode == WriteMode::Ucx && !state.rx.eof {
@@ -84,7 +84,7 @@ impl Conn {
             return Err(error.clone());
         }
         Self::check_peer_closed(state)?;
-        let mode = state.neg.as_ref().map_or(WriteMode::Raw, Negotiation::write_mode);
+        let mode = state.neg.as_deref().map_or(WriteMode::Raw, Negotiation::write_mode);
         if mode == WriteMode::Ucx {
             // Bytes held back before the peer authenticated went into DATA frames ahead of
             // SWITCH when it did; nothing else comes before the UCX messages.
@@ -93,7 +93,7 @@ impl Conn {
             }
             return Ok(());
         }
-        let (Some(neg), Some(socket)) = (state.neg.as_mut(), state.socket.as_ref()) else {
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else {
             return Err(Error::closed());
         };
         let before = src.moved();
@@ -118,7 +118,7 @@ impl Conn {
     /// half-close is a FIN frame). The socket says so even while unread bytes come first, so
     /// that writes over UCX to a peer that is gone fail as they would on its kernel's reset.
     fn peer_closed(state: &State) -> bool {
-        state.neg.as_ref().is_some_and(Negotiation::peer_framed) && (state.rx.eof || state.io.ended)
+        state.neg.as_deref().is_some_and(Negotiation::peer_framed) && (state.rx.eof || state.io.ended)
     }
 
     /// Fails a write to a framed peer that closed: with the reset or failure of its control
@@ -173,7 +173,7 @@ impl Conn {
     /// Whether written bytes still wait in this process (staged for UCX, held back, or queued
     /// for the socket).
     pub(super) fn pending_tx(&self, state: &State) -> bool {
-        state.neg.as_ref().is_some_and(Negotiation::has_output)
+        state.neg.as_deref().is_some_and(Negotiation::has_output)
             || !state.tx.early.is_empty()
             || state.fin_pending
             || state.link.as_ref().is_some_and(|l| !l.tx_idle())
