@@ -88,8 +88,9 @@ struct State {
     remote: Option<SocketAddr>,
     io: IoFlags,
     /// The control stream; exists once the connection is up. Boxed: inline it was most of a
-    /// connection's size, which took the allocation out of the allocator's per-thread cache
-    /// (at most 1 KiB) and made glibc merge its free lists on every new connection.
+    /// connection's size and took the connection's allocation above glibc's small chunks
+    /// (1,008 bytes), where a request first merges the lists of freed small chunks: once per new
+    /// connection.
     neg: Option<Box<Negotiation>>,
     rx: RxState,
     tx: TxState,
@@ -480,8 +481,8 @@ impl Conn {
 mod tests {
     use super::Conn;
 
-    /// glibc serves requests up to 1,008 bytes from its per-thread cache and small bins; a larger
-    /// one first merges every free list of small chunks, once per connection here.
+    /// glibc serves requests up to 1,008 bytes as small chunks; a larger one that its per-thread
+    /// cache cannot serve first merges every list of freed small chunks.
     #[test]
     fn a_connection_is_a_small_allocation() {
         let allocated = std::mem::size_of::<Conn>() + 2 * std::mem::size_of::<usize>();
