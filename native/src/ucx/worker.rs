@@ -125,8 +125,8 @@ impl Worker {
     /// only then does it queue on the lock (whose own slow path soon yields the core, which on a
     /// host with more runnable threads than cores hands it to another thread for a time slice).
     pub fn lock(&self) -> WorkerLock<'_> {
-        if let Some(guard) = self.lock.try_lock() {
-            return WorkerLock { worker: self, _guard: guard };
+        if let Some(lock) = self.try_lock() {
+            return lock;
         }
         let start = Instant::now();
         loop {
@@ -136,8 +136,8 @@ impl Worker {
                     break;
                 }
             }
-            if let Some(guard) = self.lock.try_lock() {
-                return WorkerLock { worker: self, _guard: guard };
+            if let Some(lock) = self.try_lock() {
+                return lock;
             }
             if start.elapsed() >= LOCK_SPIN {
                 return WorkerLock { worker: self, _guard: self.lock.lock() };
