@@ -4,6 +4,7 @@
 //! side maps each code to the JDK exception it stands for.
 //! KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Status.java
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io;
 
@@ -89,15 +90,16 @@ impl Status {
     }
 }
 
-/// An error with its status and a message for the exception.
+/// An error with its status and a message for the exception. (A fixed message is not copied: an
+/// end of stream is an error that every connection meets.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub status: Status,
-    pub message: String,
+    pub message: Cow<'static, str>,
 }
 
 impl Error {
-    pub fn new(status: Status, message: impl Into<String>) -> Error {
+    pub fn new(status: Status, message: impl Into<Cow<'static, str>>) -> Error {
         Error { status, message: message.into() }
     }
 
@@ -105,7 +107,7 @@ impl Error {
         Error::new(Status::Closed, "channel is closed")
     }
 
-    pub fn invalid(message: impl Into<String>) -> Error {
+    pub fn invalid(message: impl Into<Cow<'static, str>>) -> Error {
         Error::new(Status::Invalid, message)
     }
 

@@ -106,7 +106,7 @@ impl Listener {
                 }
                 None => None,
             };
-            poller::poll(&[(fd, libc::POLLIN), (self.wake.as_raw_fd(), libc::POLLIN)], remaining)
+            poller::poll([(fd, libc::POLLIN), (self.wake.as_raw_fd(), libc::POLLIN)], remaining)
                 .map_err(|e| Error::io("poll", &e))?;
         }
     }
@@ -127,7 +127,7 @@ impl Listener {
         }
         let guard = self.socket.lock();
         let Some(socket) = guard.as_ref() else { return 0 };
-        match poller::poll(&[(socket.as_raw_fd(), libc::POLLIN)], Some(Duration::ZERO)) {
+        match poller::poll([(socket.as_raw_fd(), libc::POLLIN)], Some(Duration::ZERO)) {
             Ok(revents) if revents[0] & libc::POLLIN != 0 => OP_ACCEPT,
             Ok(_) => {
                 self.acceptable.store(false, Ordering::Release);

@@ -19,12 +19,27 @@
 //! peer proved the secret (or, for a client, until the server failed to answer the offer within
 //! the offer wait and so is a plain server).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::auth::{self, Secret};
 use super::error::{Error, Result, Status};
 use super::protocol::{self, Addr, FrameType, Hello, Identity, Role, FRAME_HEADER_LEN, MAGIC};
+
+/// Why a connection stays on TCP, in words: mostly a fixed text, which is not copied.
+pub type Why = Cow<'static, str>;
+
+/// The path a connection takes, as [`Negotiation::path`] puts it in words.
+#[derive(Clone, Debug)]
+enum Path {
+    /// The policy's reason (see [`Policy::upgrade`]).
+    Policy,
+    NotYet,
+    OutputShutDown,
+    Ucx,
+    Tcp(Why),
+}
 
 /// Why a connection stays on TCP, by kind (the text that goes with it says it in words).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,7 +72,7 @@ pub enum Outcome {
 pub struct Policy {
     pub role: Role,
     /// `Ok` if this side offers (client) or accepts (server) an upgrade; otherwise why not.
-    pub upgrade: std::result::Result<(), (TcpReason, String)>,
+    pub upgrade: std::result::Result<(), (TcpReason, Why)>,
     pub secret: Option<Secret>,
     pub identity: Identity,
     /// Random number of this connection (also the probe token).
@@ -141,8 +156,8 @@ pub enum Action {
     /// Our writes travel over UCX from now on (SWITCH is queued).
     Switched,
     /// The upgrade was given up (RAW is queued if our stream carried frames): the UCX half is
-    /// not needed for our writes. The string says why.
-    GaveUp(TcpReason, String),
+    /// not needed for our writes, for the reason given.
+    GaveUp(TcpReason, Why),
 }
 
 /// Progress of the upgrade: one state for the whole negotiation.
@@ -253,7 +268,7 @@ pub struct Negotiation {
     /// Our RAW went out: our later bytes are raw.
     raw_again: bool,
     /// The path this connection takes and why.
-    path: String,
+    path: Path,
     /// Raw bytes of the peer's stream read so far.
     raw_read: u64,
     /// Whether we ever sent ADDR (the peer may switch only then).
@@ -279,9 +294,9 @@ pub struct Negotiation {
 impl Negotiation {
     pub fn new(policy: Policy) -> Negotiation {
         let (stage, rx, path) = match (&policy.upgrade, policy.role) {
-            (Err((_, why)), _) => (Stage::Plain, Rx::Raw(Watch::Nothing), format!("tcp ({why})")),
-            (Ok(()), Role::Client) => (Stage::Connecting, Rx::Raw(Watch::Nothing), String::from("tcp (not upgraded yet)")),
-            (Ok(()), Role::Server) => (Stage::Listening, Rx::Raw(Watch::Offer), String::from("tcp (not upgraded yet)")),
+            (Err(_), _) => (Stage::Plain, Rx::Raw(Watch::Nothing), Path::Policy),
+            (Ok(()), Role::Client) => (Stage::Connecting, Rx::Raw(Watch::Nothing), Path::NotYet),
+            (Ok(()), Role::Server) => (Stage::Listening, Rx::Raw(Watch::Offer), Path::NotYet),
         };
         Negotiation {
             policy,
@@ -413,8 +428,17 @@ impl Negotiation {
     }
 
     /// Which path the connection takes, and why.
-    pub fn path(&self) -> &str {
-        &self.path
+    pub fn path(&self) -> Cow<'static, str> {
+        match &self.path {
+            Path::NotYet => Cow::Borrowed("tcp (not upgraded yet)"),
+            Path::OutputShutDown => Cow::Borrowed("tcp (output shut down before the upgrade)"),
+            Path::Ucx => Cow::Borrowed("ucx"),
+            Path::Tcp(why) => Cow::Owned(format!("tcp ({why})")),
+            Path::Policy => {
+                let why = self.policy.upgrade.as_ref().err().map_or("", |(_, why)| why);
+                Cow::Owned(format!("tcp ({why})"))
+            }
+        }
     }
 
     /// Why this side's policy keeps the connection on TCP from the start, if it does.
@@ -906,7 +930,7 @@ impl Negotiation {
                 protocol::MIN_VERSION,
                 protocol::VERSION
             );
-            self.give_up(TcpReason::Other, &why);
+            self.give_up(TcpReason::Other, why);
             return Ok(());
         }
         if hello.capabilities & protocol::CAP_UCX == 0 {
@@ -1000,7 +1024,7 @@ impl Negotiation {
                 greeting.link = Link::Ready(Some(addr));
                 self.advance();
             }
-            Err(why) => self.give_up(TcpReason::NoPath, &why),
+            Err(why) => self.give_up(TcpReason::NoPath, why),
         }
     }
 
@@ -1020,13 +1044,13 @@ impl Negotiation {
                 greeting.endpoint = Endpoint::Probing { deadline };
                 self.actions.push_back(Action::Probe(nonce));
             }
-            Err(why) => self.give_up(TcpReason::NoPath, &format!("UCX endpoint could not be created: {why}")),
+            Err(why) => self.give_up(TcpReason::NoPath, format!("UCX endpoint could not be created: {why}")),
         }
     }
 
     /// The connection decided against the upgrade it was setting up (the UCX path is no better
     /// than TCP, say): RAW goes out, the string says why.
-    pub fn decline(&mut self, why: &str) {
+    pub fn decline(&mut self, why: impl Into<Why>) {
         self.give_up(TcpReason::NoPath, why);
     }
 
@@ -1041,7 +1065,7 @@ impl Negotiation {
         }
         protocol::put_frame(&mut self.out, FrameType::Switch, &[]);
         self.stage = Stage::Upgraded;
-        self.path = String::from("ucx");
+        self.path = Path::Ucx;
         self.actions.push_back(Action::Switched);
     }
 
@@ -1068,14 +1092,14 @@ impl Negotiation {
                 // counts). With a secret the bytes held back go out raw now.
                 *waited = true;
                 self.learned(Outcome::Plain);
-                let why = format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait));
-                self.path = format!("tcp ({why})");
+                let why = Why::Owned(format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait)));
+                self.path = Path::Tcp(why.clone());
                 self.actions.push_back(Action::GaveUp(TcpReason::PlainPeer, why));
             }
             Stage::Greeting(greeting) => {
                 if matches!(greeting.endpoint, Endpoint::Probing { deadline } if now >= deadline) {
                     let why = format!("the UCX path did not carry a probe round trip within {} ms", millis(probe_wait));
-                    self.give_up(TcpReason::NoPath, &why);
+                    self.give_up(TcpReason::NoPath, why);
                 }
             }
             _ => {}
@@ -1094,8 +1118,8 @@ impl Negotiation {
         if !self.pending() {
             return;
         }
-        if self.path == "tcp (not upgraded yet)" {
-            self.path = String::from("tcp (output shut down before the upgrade)");
+        if matches!(self.path, Path::NotYet) {
+            self.path = Path::OutputShutDown;
         }
         if !self.framed() {
             // A client that did not offer, or saw the ACCEPT, waits for nothing: the server
@@ -1135,15 +1159,16 @@ impl Negotiation {
     }
 
     /// Before any mark: the connection stays plain TCP (both streams raw), for `why`.
-    fn decide_plain(&mut self, reason: TcpReason, why: &str) {
+    fn decide_plain(&mut self, reason: TcpReason, why: &'static str) {
         self.stage = Stage::Plain;
         self.rx = Rx::Raw(Watch::Nothing);
-        self.path = format!("tcp ({why})");
-        self.actions.push_back(Action::GaveUp(reason, why.to_string()));
+        self.path = Path::Tcp(Why::Borrowed(why));
+        self.actions.push_back(Action::GaveUp(reason, Why::Borrowed(why)));
     }
 
     /// Gives the upgrade up for our writes: RAW if our stream carries frames.
-    fn give_up(&mut self, reason: TcpReason, why: &str) {
+    fn give_up(&mut self, reason: TcpReason, why: impl Into<Why>) {
+        let why = why.into();
         match self.stage {
             Stage::Upgraded | Stage::Plain | Stage::Failed(_) => return,
             _ => {}
@@ -1153,7 +1178,7 @@ impl Negotiation {
             self.raw_again = true;
         }
         self.stage = Stage::Plain;
-        self.path = format!("tcp ({why})");
-        self.actions.push_back(Action::GaveUp(reason, why.to_string()));
+        self.path = Path::Tcp(why.clone());
+        self.actions.push_back(Action::GaveUp(reason, why));
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::negotiation::{Outcome, TcpReason};
+use super::negotiation::{Outcome, TcpReason, Why};
 
 /// Unanswered offers in a row after which an address counts as a plain server.
 const PLAIN_AFTER: u32 = 2;
@@ -59,20 +59,17 @@ impl Peers {
     }
 
     /// Whether a new connection to `server` should offer the upgrade: `Err` says why not.
-    pub fn advice(&self, server: SocketAddr, now: Instant) -> Result<(), (TcpReason, String)> {
+    pub fn advice(&self, server: SocketAddr, now: Instant) -> Result<(), (TcpReason, Why)> {
         let mut records = self.records.lock();
         let Some(record) = records.get_mut(&server) else { return Ok(()) };
         if now.saturating_duration_since(record.touched) >= REMEMBER {
             records.remove(&server);
             return Ok(());
         }
-        let why = if record.plain >= PLAIN_AFTER {
-            (TcpReason::PlainPeer, format!("the last {} offers to this address went unanswered (a plain server)", record.plain))
+        let reason = if record.plain >= PLAIN_AFTER {
+            TcpReason::PlainPeer
         } else if record.short >= SHORT_AFTER {
-            (
-                TcpReason::Other,
-                format!("the last {} connections to this address ended before their upgrade was due (a connection per request)", record.short),
-            )
+            TcpReason::Other
         } else {
             return Ok(());
         };
@@ -82,7 +79,18 @@ impl Peers {
             record.skipped = 0;
             return Ok(());
         }
-        Err((why.0, format!("{}; one connection in {SAMPLE_EVERY} still offers", why.1)))
+        let why = if reason == TcpReason::PlainPeer {
+            format!(
+                "the last {} offers to this address went unanswered (a plain server); one connection in {SAMPLE_EVERY} still offers",
+                record.plain
+            )
+        } else {
+            format!(
+                "the last {} connections to this address ended before their upgrade was due (a connection per request); one connection in {SAMPLE_EVERY} still offers",
+                record.short
+            )
+        };
+        Err((reason, Why::Owned(why)))
     }
 
     /// What a connection to `server` that offered showed.

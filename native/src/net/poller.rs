@@ -159,21 +159,21 @@ impl EventFd {
 
 /// Waits until one of `fds` is ready for `events` or the timeout passes (`None`: forever).
 /// Returns the `revents` of each descriptor.
-pub fn poll(fds: &[(RawFd, i16)], timeout: Option<Duration>) -> io::Result<Vec<i16>> {
-    let mut raw: Vec<libc::pollfd> = fds.iter().map(|&(fd, events)| libc::pollfd { fd, events, revents: 0 }).collect();
+pub fn poll<const N: usize>(fds: [(RawFd, i16); N], timeout: Option<Duration>) -> io::Result<[i16; N]> {
+    let mut raw = fds.map(|(fd, events)| libc::pollfd { fd, events, revents: 0 });
     let millis = match timeout {
         None => -1,
         Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
     };
-    // SAFETY: `raw` holds `raw.len()` valid pollfd entries.
-    let n = unsafe { libc::poll(raw.as_mut_ptr(), raw.len() as libc::nfds_t, millis) };
+    // SAFETY: `raw` holds `N` valid pollfd entries.
+    let n = unsafe { libc::poll(raw.as_mut_ptr(), N as libc::nfds_t, millis) };
     if n < 0 {
         let error = io::Error::last_os_error();
         if error.kind() != io::ErrorKind::Interrupted {
             return Err(error);
         }
     }
-    Ok(raw.iter().map(|p| p.revents).collect())
+    Ok(raw.map(|p| p.revents))
 }
 
 #[cfg(test)]

@@ -566,7 +566,7 @@ impl Observed {
             }
             Err(e) => {
                 self.end = Some(e.status);
-                self.message = e.message;
+                self.message = e.message.into_owned();
                 false
             }
         }
@@ -579,7 +579,7 @@ impl Observed {
             Ok(n) => assert!(n <= size),
             Err(e) => {
                 self.end = Some(e.status);
-                self.message = e.message;
+                self.message = e.message.into_owned();
             }
         }
     }
@@ -754,10 +754,10 @@ pub fn negotiation(data: &[u8]) {
             let mut client = policy(Role::Client, client_secret, 11);
             let mut server = policy(Role::Server, server_secret, 22);
             if config & 64 != 0 {
-                client.upgrade = Err((TcpReason::Rule, String::from("off")));
+                client.upgrade = Err((TcpReason::Rule, "off".into()));
             }
             if config & 128 != 0 {
-                server.upgrade = Err((TcpReason::Rule, String::from("off")));
+                server.upgrade = Err((TcpReason::Rule, "off".into()));
             }
             let both = client.upgrade.is_ok() && server.upgrade.is_ok();
             let (client, server) = run_pair(seed, client, server, (client_len, server_len), config & 32 != 0);

@@ -173,7 +173,7 @@ impl Conn {
                 return;
             }
             let Some(socket) = &state.socket else { return };
-            let _ = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(deadline.saturating_duration_since(Instant::now())));
+            let _ = poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(deadline.saturating_duration_since(Instant::now())));
         }
     }
 

@@ -32,6 +32,7 @@ mod write;
 pub use exit::end_all;
 pub use options::{get_socket_option, set_socket_option, OPT_IP_TOS, OPT_SO_KEEPALIVE, OPT_SO_LINGER, OPT_SO_RCVBUF, OPT_SO_REUSEADDR, OPT_SO_REUSEPORT, OPT_SO_SNDBUF, OPT_TCP_NODELAY};
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -381,7 +382,7 @@ impl Conn {
                     None => return Err(Error::closed()),
                 }
             };
-            let revents = poller::poll(&[(fd, libc::POLLOUT)], Some(slice)).map_err(|e| Error::io("poll", &e))?;
+            let revents = poller::poll([(fd, libc::POLLOUT)], Some(slice)).map_err(|e| Error::io("poll", &e))?;
             if revents[0] != 0 {
                 self.lock().io.writable = true;
             }
@@ -409,7 +410,7 @@ impl Conn {
                 // The socket's error is asked for only once poll reports the connect done
                 // (writable, failed or hung up), as the kernel's channels do.
                 let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-                let revents = poller::poll(&[(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
+                let revents = poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
                     .map_err(|e| Error::io("poll", &e))?;
                 if revents[0] & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {
                     if let Some(error) = socket.take_error().map_err(|e| Error::io("connect", &e))? {
@@ -467,7 +468,7 @@ impl Conn {
     /// Which path the connection took and why, plus UCX's description of its endpoint.
     pub fn describe(&self) -> String {
         let state = self.lock();
-        let path = state.neg.as_deref().map_or("tcp (not connected)", Negotiation::path).to_string();
+        let path = state.neg.as_deref().map_or(Cow::Borrowed("tcp (not connected)"), Negotiation::path).into_owned();
         match &state.link {
             Some(link) if link.has_endpoint() && state.neg.as_deref().is_some_and(Negotiation::upgraded) => {
                 format!("{path}{}\n{}", link.path_words(), link.describe())

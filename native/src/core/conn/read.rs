@@ -354,7 +354,7 @@ impl Conn {
                         if e.status != Status::Eof {
                             self.set_fatal(&mut state, e.clone());
                         }
-                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_deref().map_or("", Negotiation::path));
+                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_deref().map(Negotiation::path).unwrap_or_default());
                         return Err(e);
                     }
                 }

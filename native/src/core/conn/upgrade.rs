@@ -13,7 +13,7 @@ use crate::core::background::background;
 use crate::core::identity;
 use crate::core::protocol::Identity;
 use crate::core::link::Link;
-use crate::core::negotiation::{Action, Negotiation, Policy, TcpReason};
+use crate::core::negotiation::{Action, Negotiation, Policy, TcpReason, Why};
 use crate::core::peers::peers;
 use crate::core::protocol::{self, Role};
 use crate::core::stream::{self, Failure};
@@ -63,13 +63,13 @@ fn nonce() -> u64 {
 /// What this side may do on a connection with `peer` (rules, settings, UCX availability).
 pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settings) -> Policy {
     let upgrade = if !s.ucx {
-        Err((TcpReason::Rule, String::from("UCX disabled by hadronio.transport=tcp")))
+        Err((TcpReason::Rule, Why::Borrowed("UCX disabled by hadronio.transport=tcp")))
     } else {
         let rule_role = if role == Role::Client { rules::Role::Connect } else { rules::Role::Accept };
         let (allowed, rule) = s.rules.decide(rule_role, peer.ip(), service_port);
         if !allowed {
             let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
-            Err((TcpReason::Rule, format!("{whose} '{rule}'")))
+            Err((TcpReason::Rule, Why::Owned(format!("{whose} '{rule}'"))))
         } else {
             // A client skips the offer where the last connections to the address showed that it
             // only costs (see `peers.rs`).
@@ -77,7 +77,7 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
             learned.and_then(|()| {
                 crate::core::lanes::context(crate::core::lanes::Kind::Full, s.slot_len)
                     .map(|_| ())
-                    .map_err(|e| (TcpReason::NoPath, format!("UCX unavailable: {e}")))
+                    .map_err(|e| (TcpReason::NoPath, Why::Owned(format!("UCX unavailable: {e}"))))
             })
         }
     };
@@ -235,7 +235,7 @@ impl Conn {
             Action::Probe(token) => {
                 let sent = state.link.as_ref().map(|l| l.send_probe(protocol::PROBE_PING, token));
                 if let (Some(Err(e)), Some(neg)) = (sent, state.neg.as_deref_mut()) {
-                    neg.decline(&e.to_string());
+                    neg.decline(e.to_string());
                 }
             }
             Action::Switched => {

@@ -138,12 +138,12 @@ fn a_secret_on_one_side_only_fails_both_ends() {
 fn a_side_without_upgrade_talks_plain_tcp_to_a_hadronio_side() {
     for seed in 0..100 {
         let mut no = policy(Role::Client, None, 11);
-        no.upgrade = Err((TcpReason::Rule, String::from("hadronio.transport=tcp")));
+        no.upgrade = Err((TcpReason::Rule, "hadronio.transport=tcp".into()));
         let (client, server) = run_pair(seed, no, policy(Role::Server, None, 22), (12_000, 7_000), false);
         assert_eq!(server.neg.path(), "tcp (the peer does not speak hadroNIO)", "seed {seed}");
         assert!(server.received == pattern(12_000, 1) && client.received == pattern(7_000, 2), "seed {seed}");
         let mut no = policy(Role::Server, None, 22);
-        no.upgrade = Err((TcpReason::Rule, String::from("hadronio.transport=tcp")));
+        no.upgrade = Err((TcpReason::Rule, "hadronio.transport=tcp".into()));
         let (client, server) = run_pair(seed, policy(Role::Client, None, 11), no, (12_000, 7_000), false);
         assert!(client.neg.path().starts_with("tcp"), "seed {seed}");
         assert!(server.received == pattern(12_000, 1) && client.received == pattern(7_000, 2), "seed {seed}");
