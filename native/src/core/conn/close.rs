@@ -62,7 +62,7 @@ impl Conn {
         // A writer blocked in this channel must see the shutdown (it returns what it wrote, or
         // fails if nothing, as with the JDK).
         if let Some(hub) = self.hub.get() {
-            hub.wake_conn(id);
+            hub.wake_waiters_of(id);
         }
         Ok(())
     }
@@ -82,7 +82,7 @@ impl Conn {
         drop(state);
         self.notify_keys();
         if let Some(hub) = self.hub.get() {
-            hub.wake_conn(id);
+            hub.wake_waiters_of(id);
         }
         Ok(())
     }
@@ -143,13 +143,14 @@ impl Conn {
         let pending = self.pending_tx(&state) || self.peer_reading(&state);
         let hub = self.hub.get().cloned();
         let id = state.id;
-        match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
+        let lingers = match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
                 let linger = Duration::from_millis(state.settings.linger_ms);
                 state.linger_deadline = Some(Instant::now() + linger);
                 drop(state);
                 hub.linger(me);
                 background().adopt(hub.clone());
+                true
             }
             _ => {
                 if pending && !abort && state.fatal.is_none() {
@@ -157,10 +158,14 @@ impl Conn {
                 }
                 self.release(&mut state, abort);
                 drop(state);
+                false
             }
-        }
-        if let Some(hub) = hub {
-            hub.wake_conn(id);
+        };
+        match hub {
+            // The hub's leader has the lingering close to look after.
+            Some(hub) if lingers => hub.wake_conn(id),
+            Some(hub) => hub.wake_waiters_of(id),
+            None => {}
         }
     }
 

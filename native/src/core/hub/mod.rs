@@ -116,6 +116,8 @@ pub struct Hub {
     epoll: Epoll,
     wake: EventFd,
     leader: Mutex<()>,
+    /// The connection the leader waits for (0: none in particular, as a selector's thread).
+    leader_key: AtomicU32,
     sleeping: AtomicBool,
     conns: Mutex<HashMap<u32, Weak<dyn Events>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
@@ -190,6 +192,7 @@ impl Hub {
             epoll,
             wake,
             leader: Mutex::new(()),
+            leader_key: AtomicU32::new(0),
             sleeping: AtomicBool::new(false),
             conns: Mutex::default(),
             links,
@@ -421,6 +424,19 @@ impl Hub {
     pub fn wake_conn(&self, id: u32) {
         self.followers.wake_key(id);
         self.wake.notify();
+    }
+
+    /// Like [`Hub::wake_conn`] for a change that only the threads waiting for connection `id`
+    /// itself wait for (its close, the end of its output): the leader is woken only if it waits
+    /// for that connection. A leader that waits for no connection in particular (a selector's
+    /// thread, whose keys wake it when they become ready) sleeps on, as the JDK's selectors do
+    /// when one of their channels closes. A leader about to sleep sets `sleeping` and then looks at
+    /// its condition once more, so a change made before this call is seen either way.
+    pub fn wake_waiters_of(&self, id: u32) {
+        self.followers.wake_key(id);
+        if self.leader_key.load(Ordering::SeqCst) == id {
+            self.wake();
+        }
     }
 
     /// Runs UCX progress on every lane and handles what it completed. Returns whether anything
@@ -676,6 +692,7 @@ impl Hub {
             if let Some(guard) = self.leader.try_lock() {
                 self.followers.had_baton();
                 self.followers.leave();
+                self.leader_key.store(key.unwrap_or(0), Ordering::SeqCst);
                 let result = self.lead(guard, ready, deadline);
                 self.note_progressed(Instant::now());
                 self.followers.hand_over();
