@@ -18,8 +18,8 @@ use crate::net::socket::Socket;
 
 impl Conn {
     /// Ends our stream: a FIN frame (with the count of our UCX messages) while it carries
-    /// frames, a TCP FIN while it is raw; after held-back bytes, if any.
-    pub(super) fn send_fin(&self, state: &mut State) {
+    /// frames, a TCP FIN while it is raw; after held-back bytes, if any. `closing`: for a close.
+    pub(super) fn send_fin(&self, state: &mut State, closing: bool) {
         let Some(neg) = state.neg.as_deref_mut() else { return };
         if neg.write_mode() == WriteMode::Hold || !state.tx.early.is_empty() {
             state.fin_pending = true;
@@ -35,10 +35,31 @@ impl Conn {
             self.flush_control(state);
         } else {
             self.flush_control(state);
+            // Where a close releases the socket at once, closing it sends the FIN (after what the
+            // socket holds), as the kernel's close does: a shutdown first would be one more system
+            // call and one more event for the epoll sets the socket is still in (a selector's
+            // thread would wake for it).
+            if closing && self.releases_at_once(state) {
+                return;
+            }
             if let Some(socket) = &state.socket {
                 let _ = socket.shutdown(Shutdown::Write);
             }
         }
+    }
+
+    /// Whether a close with nothing left to send releases the socket at once: nothing waits in
+    /// this process or for the peer's reading, no read waits in the socket, and the peer sends
+    /// no control frames that a graceful close would wait for.
+    fn releases_at_once(&self, state: &State) -> bool {
+        !self.pending_tx(state) && !self.peer_reading(state) && state.kernel.inside == 0 && !Self::closes_gracefully(state)
+    }
+
+    /// Whether the socket, once released, is left to the background thread until the peer closes
+    /// too (see [`SocketEnd::Graceful`]). (Once the peer's end was read, nothing can come any more
+    /// that closing would answer with a reset: the socket closes at once.)
+    fn closes_gracefully(state: &State) -> bool {
+        !state.rx.eof && state.neg.as_deref().is_some_and(Negotiation::peer_may_send_control)
     }
 
     pub fn shutdown_output(&self) -> Result<()> {
@@ -53,7 +74,7 @@ impl Conn {
             state.output_shutdown = true;
             // Take the peer's answer if it is there: the FIN then goes the right way.
             self.progress_stream(&mut state);
-            self.send_fin(&mut state);
+            self.send_fin(&mut state, false);
         }
         let id = state.id;
         // The FIN may wait behind written bytes the socket did not take yet.
@@ -136,7 +157,7 @@ impl Conn {
         }
         if !abort && state.phase == Phase::Connected && !state.output_shutdown && state.fatal.is_none() {
             state.output_shutdown = true;
-            self.send_fin(&mut state);
+            self.send_fin(&mut state, true);
         }
         // A send from a writer's memory cannot outlive the close: abort instead of lingering.
         let abort = abort || state.link.as_ref().is_some_and(|l| l.user_tx_pending());
@@ -214,9 +235,7 @@ impl Conn {
         }
         state.released = true;
         Self::learn(state);
-        // (Once the peer's end was read, nothing can come any more that closing would answer with
-        // a reset: the socket closes at once.)
-        let graceful = !state.rx.eof && state.neg.as_deref().is_some_and(Negotiation::peer_may_send_control);
+        let graceful = Self::closes_gracefully(state);
         // Unread application data makes the close abortive, as with the kernel. A socket that
         // closes at once is reset by the kernel itself if it holds unread bytes, so only one
         // that would close gracefully is asked.

@@ -70,7 +70,7 @@ impl Conn {
                 return false;
             }
             state.output_shutdown = true;
-            self.send_fin(&mut state);
+            self.send_fin(&mut state, false);
         }
         self.pending_tx(&state)
     }

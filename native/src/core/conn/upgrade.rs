@@ -179,7 +179,7 @@ impl Conn {
         }
         if state.fin_pending && state.tx.early.is_empty() {
             state.fin_pending = false;
-            self.send_fin(state);
+            self.send_fin(state, false);
         }
         self.drop_link_if_unused(state);
         // The negotiation's next deadline, or the end of the wait for UCX messages a FIN
