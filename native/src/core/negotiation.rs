@@ -565,10 +565,10 @@ impl Negotiation {
     /// its kernel would answer with a reset instead of the end of stream (however long it wrote
     /// first). Once the client wrote, an unread offer comes with unread application bytes, which
     /// reset the connection with the kernel's channels too. So a connection whose client never
-    /// writes stays on TCP.
-    pub fn before_write(&mut self, now: Instant) {
+    /// writes stays on TCP. `now` is asked only when the offer goes out (every write comes here).
+    pub fn before_write(&mut self, now: impl FnOnce() -> Instant) {
         if matches!(self.stage, Stage::Connecting) && self.connected_at.is_some() {
-            self.offer(now);
+            self.offer(now());
         }
     }
 

@@ -47,7 +47,7 @@ impl Conn {
         Self::check_peer_closed(state)?;
         if src.remaining() > 0 {
             if let Some(neg) = state.neg.as_deref_mut() {
-                neg.before_write(Instant::now());
+                neg.before_write(Instant::now);
             }
         }
         let mode = state.neg.as_deref().map_or(WriteMode::Raw, Negotiation::write_mode);

@@ -523,7 +523,7 @@ impl Side {
             panic!("simulated socket failed: {e}");
         }
         if self.sent < self.data.len() {
-            self.neg.before_write(now);
+            self.neg.before_write(|| now);
             let n = (1 + rng.below(900)).min(self.data.len() - self.sent);
             let chunk = self.data[self.sent..self.sent + n].to_vec();
             if self.neg.write_mode() == WriteMode::Ucx && self.tx.early.is_empty() && !self.neg.has_output() {
