@@ -35,6 +35,51 @@ public final class Buffers {
         }
     }
 
+    /**
+     * {@code (Object, long) -> long}: {@code sun.misc.Unsafe.getLong} bound to the instance, and the
+     * offset of {@code java.nio.Buffer}'s {@code address} field, which holds a direct buffer's
+     * first byte (what the JNI function {@code GetDirectBufferAddress} returns): the way to it
+     * without a native call on JDKs before 22, where {@code sun.misc.Unsafe} is open to every
+     * module. Null and -1 where either cannot be found; then the native library is asked.
+     */
+    private static final MethodHandle UNSAFE_GET_LONG;
+    private static final long ADDRESS_OFFSET;
+
+    static {
+        MethodHandle getLong = null;
+        long offset = -1;
+        if (SEGMENT_ADDRESS == null) {
+            try {
+                Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+                java.lang.reflect.Field instance = unsafeClass.getDeclaredField("theUnsafe");
+                instance.setAccessible(true);
+                Object unsafe = instance.get(null);
+                MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+                MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset",
+                    MethodType.methodType(long.class, java.lang.reflect.Field.class));
+                offset = (long) fieldOffset.invoke(unsafe, Buffer.class.getDeclaredField("address"));
+                getLong = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, Object.class, long.class))
+                    .bindTo(unsafe);
+                // The field must hold the address of the buffer's first byte, slices included:
+                // bytes written through the buffer are read back from that address.
+                MethodHandle getAbsolute = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, long.class))
+                    .bindTo(unsafe);
+                ByteBuffer probe = ByteBuffer.allocateDirect(32).order(ByteOrder.nativeOrder());
+                ByteBuffer slice = probe.position(8).slice().order(ByteOrder.nativeOrder());
+                slice.putLong(0, 0x0123456789abcdefL);
+                long address = (long) getLong.invoke((Object) slice, offset);
+                if ((long) getAbsolute.invoke(address) != 0x0123456789abcdefL) {
+                    throw new IllegalStateException("java.nio.Buffer.address does not hold the buffer's address");
+                }
+            } catch (Throwable e) {
+                getLong = null;
+                offset = -1;
+            }
+        }
+        UNSAFE_GET_LONG = getLong;
+        ADDRESS_OFFSET = offset;
+    }
+
     /** This thread's last direct buffer and its address: most applications reuse their buffers. */
     private static final class Last {
         WeakReference<ByteBuffer> buffer = new WeakReference<>(null);
@@ -51,6 +96,10 @@ public final class Buffers {
 
     /** The native address of a direct buffer's first byte (not of its position). */
     public static long address(ByteBuffer direct) {
+        if (!direct.isDirect()) {
+            // A heap buffer has no native address (its segment's and its field's are offsets).
+            throw new IllegalArgumentException("not a direct buffer: " + direct);
+        }
         MethodHandle segmentAddress = SEGMENT_ADDRESS;
         if (segmentAddress != null) {
             try {
@@ -59,6 +108,19 @@ public final class Buffers {
                 throw new IllegalStateException("cannot read a direct buffer's address", e);
             }
         }
+        MethodHandle getLong = UNSAFE_GET_LONG;
+        if (getLong != null) {
+            try {
+                return (long) getLong.invokeExact((Object) direct, ADDRESS_OFFSET);
+            } catch (Throwable e) {
+                throw new IllegalStateException("cannot read a direct buffer's address", e);
+            }
+        }
+        return nativeAddress(direct);
+    }
+
+    /** {@link #address} through the native library, for this thread's last buffer once. */
+    static long nativeAddress(ByteBuffer direct) {
         Last last = LAST.get();
         if (last.buffer.get() != direct) {
             last.address = Native.bufferAddress(direct);
