@@ -465,6 +465,11 @@ impl Conn {
         }
     }
 
+    /// The receive slots of the connection's link (`None` while it has none).
+    pub fn receive_slots(&self) -> Option<u32> {
+        self.lock().link.as_ref().map(|link| link.slot_count())
+    }
+
     /// Which path the connection took and why, plus UCX's description of its endpoint.
     pub fn describe(&self) -> String {
         let state = self.lock();

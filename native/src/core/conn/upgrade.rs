@@ -12,7 +12,7 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::background::background;
 use crate::core::identity;
 use crate::core::protocol::Identity;
-use crate::core::link::Link;
+use crate::core::link::{self, Link};
 use crate::core::negotiation::{Action, Negotiation, Policy, TcpReason, Why};
 use crate::core::peers::peers;
 use crate::core::protocol::{self, Role};
@@ -118,15 +118,16 @@ impl Conn {
                 }
             }
         }
+        let slots = link::slots_for(s.slots, s.slots == Settings::default().slots, hub.link_count());
         let link = hub.lane(locality).and_then(|lane| {
-            Link::new(lane, state.id, s.slots, s.slot_len, s.send_buffer).map_err(|e| format!("could not post UCX receives: {e}"))
+            Link::new(lane, state.id, slots, s.slot_len, s.send_buffer).map_err(|e| format!("could not post UCX receives: {e}"))
         });
         let result = match link {
             Ok(link) => {
                 hub.register_link(link.shared());
                 let addr = link.local_addr();
                 state.link = Some(link);
-                debug!("connection {}: link open for a peer at {locality:?}", self.serial);
+                debug!("connection {}: link open for a peer at {locality:?}, {slots} receive slots", self.serial);
                 Ok(addr)
             }
             Err(e) => Err(e),

@@ -351,6 +351,11 @@ impl Hub {
         self.links.lock().insert(shared.id, shared.clone());
     }
 
+    /// Links (connections over UCX) on this hub now.
+    pub fn link_count(&self) -> usize {
+        self.links.lock().len()
+    }
+
     pub fn unregister_link(&self, id: u32) {
         self.links.lock().remove(&id);
     }

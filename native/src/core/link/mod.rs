@@ -15,6 +15,14 @@
 //! exhausted, the bytes are copied into staging buffers (small writes coalesce there) that go out
 //! as credits return. Staged bytes are bounded by the send buffer setting.
 //!
+//! Slots per link: a message lands in the next slot of the ring, so a connection that exchanges
+//! small messages touches `slots` different buffers before it uses one again, and a hub with
+//! many such connections streams through more memory than a core's cache holds (with the default
+//! 32 slots and 1 KiB echoes, 32 KiB per connection: 8 MiB for 256 connections, against 2 MiB of
+//! cache per core here). So a hub that already holds [`CROWDED_HUB`] links gives each further one
+//! [`CROWDED_SLOTS`] slots, unless `hadronio.slots` was set: its many connections share the
+//! bandwidth anyway, and each still keeps several messages in flight.
+//!
 //! Files: this one holds the link's state, set-up and teardown; `rx.rs` receiving, `tx.rs`
 //! sending.
 
@@ -33,6 +41,23 @@ use super::error::{Error, Result, Status};
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
 use crate::ucx::{self, Completion, Request, Start, Wake, WorkerLock};
+
+/// Links a hub holds before further ones get [`CROWDED_SLOTS`] receive slots.
+pub const CROWDED_HUB: usize = 16;
+
+/// Receive slots of a link opened on a hub that holds [`CROWDED_HUB`] links already (when
+/// `hadronio.slots` is left at its default).
+pub const CROWDED_SLOTS: u32 = 8;
+
+/// Receive slots for a new link on a hub holding `links` links, with `configured` slots set
+/// (`default`: whether that is the default setting).
+pub fn slots_for(configured: u32, default: bool, links: usize) -> u32 {
+    if default && links >= CROWDED_HUB {
+        configured.min(CROWDED_SLOTS)
+    } else {
+        configured
+    }
+}
 
 /// The part of a link that completion callbacks see. Only atomics.
 pub struct Shared {
@@ -259,6 +284,11 @@ impl Link {
     /// The lane (worker) this link receives on.
     pub fn lane(&self) -> &Arc<Lane> {
         &self.lane
+    }
+
+    /// Receive slots posted (the credits the peer has).
+    pub fn slot_count(&self) -> u32 {
+        self.shared.slots.len() as u32
     }
 
     /// What the peer needs to send to us (the ADDR frame).
@@ -509,5 +539,19 @@ impl Drop for Link {
             );
             self.leave_to_ucx(memory);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slots_for, CROWDED_HUB, CROWDED_SLOTS};
+
+    #[test]
+    fn only_a_crowded_hub_with_the_default_setting_gives_fewer_slots() {
+        assert_eq!(slots_for(32, true, CROWDED_HUB - 1), 32);
+        assert_eq!(slots_for(32, true, CROWDED_HUB), CROWDED_SLOTS);
+        assert_eq!(slots_for(4, true, CROWDED_HUB * 10), 4);
+        // A setting someone chose is kept however many links the hub holds.
+        assert_eq!(slots_for(128, false, CROWDED_HUB * 10), 128);
     }
 }
