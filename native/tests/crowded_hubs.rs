@@ -31,8 +31,8 @@ fn links_beyond_a_crowded_hub_get_fewer_slots_and_carry_streams() {
         assert_eq!(server.receive_slots(), Some(expected), "server side of connection {i}");
     }
 
-    // 4 MiB each way at once on the last connection, in writes of 3,000 bytes (several slots'
-    // worth of credits per round of the ring, which is 8 messages long).
+    // 4 MiB each way at once on the last connection, in writes of 3,000 bytes: its ring of 8
+    // slots goes round more than a hundred times, and its credits return after every 4 messages.
     const TOTAL: usize = 4 << 20;
     let (client, server) = pairs.pop().unwrap();
     let pattern = |from: usize, seed: usize| (0..3000).map(|i| ((from + i) * 31 + seed) as u8).collect::<Vec<u8>>();
