@@ -295,7 +295,7 @@ impl Link {
     pub fn local_addr(&self) -> Addr {
         Addr {
             tag_id: self.shared.id,
-            slots: self.shared.slots.len() as u32,
+            slots: self.slot_count(),
             slot_len: self.slot_len as u32,
             max_message: MAX_LARGE_MESSAGE.max(self.slot_len) as u32,
             worker_address: self.lane.worker.address().to_vec(),
