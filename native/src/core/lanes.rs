@@ -60,10 +60,12 @@ pub fn context(kind: Kind, slot_len: u32) -> Result<&'static Arc<Context>, Strin
         .map_err(Clone::clone)
 }
 
-/// Whether a UCX context of `kind` may work: true unless creating it failed (it may not exist
-/// yet).
-pub fn usable(kind: Kind) -> bool {
-    CONTEXTS[kind as usize].get().is_none_or(Result::is_ok)
+/// Why there is no UCX context of `kind`, if creating it failed. None while it may work: it
+/// exists, or it was not made yet (the library makes it ahead of need on the `hadronio-lanes`
+/// thread, see [`warm`], and a connection does not wait for that: its bytes flow over TCP until
+/// its lane opens, and a lane that finds no context falls back).
+pub fn failure(kind: Kind) -> Option<&'static str> {
+    CONTEXTS[kind as usize].get().and_then(|made| made.as_ref().err()).map(String::as_str)
 }
 
 /// Workers being created now (see [`settle`]).

@@ -74,10 +74,10 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
             // A client skips the offer where the last connections to the address showed that it
             // only costs (see `peers.rs`).
             let learned = if role == Role::Client { peers().advice(peer, Instant::now()) } else { Ok(()) };
-            learned.and_then(|()| {
-                crate::core::lanes::context(crate::core::lanes::Kind::Full, s.slot_len)
-                    .map(|_| ())
-                    .map_err(|e| (TcpReason::NoPath, Why::Owned(format!("UCX unavailable: {e}"))))
+            // A context still being made does not hold the connection up (see `lanes.rs`).
+            learned.and_then(|()| match crate::core::lanes::failure(crate::core::lanes::Kind::Full) {
+                Some(e) => Err((TcpReason::NoPath, Why::Owned(format!("UCX unavailable: {e}")))),
+                None => Ok(()),
             })
         }
     };
@@ -112,7 +112,7 @@ impl Conn {
         let locality = identity::locality(&identity::ours(s.slot_len), &identity);
         if may_wait && !hub.lane_is_open(locality) {
             if let Some(me) = self.arc() {
-                if hub.open_lane_later(locality, Arc::<Conn>::downgrade(&me)) {
+                if hub.open_lane_later(locality, Some(Arc::<Conn>::downgrade(&me) as _)) {
                     state.link_wanted = Some(identity);
                     return;
                 }

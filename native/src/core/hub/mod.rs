@@ -173,7 +173,7 @@ impl Hub {
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
         // Without a UCX context (it said why, once) every connection stays on TCP. One that is
         // still being created counts: a connection's upgrade waits for it.
-        let ucx = ucx.filter(|s| s.ucx && lanes::usable(Kind::Full));
+        let ucx = ucx.filter(|s| s.ucx && lanes::failure(Kind::Full).is_none());
         let lanes = ucx.map(|s| {
             let table = links.clone();
             let sink: Arc<LinkSink> = Arc::new(move |id, notice| {
@@ -213,11 +213,13 @@ impl Hub {
             socket_events_ns: AtomicU64::new(0),
             created: Instant::now(),
         });
-        // A blocking channel's hub serves its peer on its main lane, and only the channel's own
-        // calls move the upgrade on: open the lane now (taking the worker made ahead of need), so
-        // that the upgrade goes through in the channel's first round trips. A selector's lanes
-        // open when connections need them, on the hadronio-lanes thread if no worker is ready.
-        if !selector && hub.lanes.is_some() {
+        // A blocking channel's hub serves its peer on its main lane: it opens now, so that the
+        // upgrade goes through in the channel's first round trips. With a kept worker that is at
+        // once; without one, making a worker takes milliseconds (the process's first, with the
+        // UCX context, tens), and the lane opens on the hadronio-lanes thread while the channel's
+        // first bytes go over TCP instead of waiting for it. A selector's lanes open when
+        // connections need them, on that thread too if no worker is ready.
+        if !selector && hub.lanes.is_some() && (hub.lane_is_open(Locality::Remote) || !hub.open_lane_later(Locality::Remote, None)) {
             if let Err(e) = hub.lane(Locality::Remote) {
                 warn!("no UCX worker, connections stay on TCP: {e}");
             }
@@ -263,17 +265,21 @@ impl Hub {
     }
 
     /// Opens the lane for a peer at `locality` on the `hadronio-lanes` thread, then tells `channel`
-    /// ([`Events::on_lane`]), whether or not the lane could be opened. A new lane creates a UCX
-    /// worker, which takes milliseconds: the thread that asked (a selector's, with other channels
-    /// to serve, or one whose first bytes already flow over TCP) goes on meanwhile. False if that
-    /// thread could not be started.
-    pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Weak<dyn Events>) -> bool {
+    /// ([`Events::on_lane`]), if any, whether or not the lane could be opened. A new lane creates
+    /// a UCX worker, which takes milliseconds: the thread that asked (a selector's, with other
+    /// channels to serve, or one whose first bytes already flow over TCP) goes on meanwhile.
+    /// False if that thread could not be started.
+    pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Option<Weak<dyn Events>>) -> bool {
         let hub = self.clone();
         lanes::later(Box::new(move || {
             // The channel is told in any case: its negotiation waits for the answer. The lane is
             // held until then: a lane nobody holds is closed as idle.
             let lane = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {
                 Ok(Ok(lane)) => Some(lane),
+                Ok(Err(e)) if channel.is_none() => {
+                    warn!("no UCX worker, connections stay on TCP: {e}");
+                    None
+                }
                 Ok(Err(e)) => {
                     debug!("opening a lane for a peer at {locality:?}: {e}");
                     None
@@ -283,7 +289,7 @@ impl Hub {
                     None
                 }
             };
-            if let Some(channel) = channel.upgrade() {
+            if let Some(channel) = channel.and_then(|channel| channel.upgrade()) {
                 channel.on_lane();
             }
             drop(lane);

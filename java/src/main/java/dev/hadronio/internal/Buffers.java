@@ -14,70 +14,118 @@ import java.nio.ByteOrder;
  */
 public final class Buffers {
     /**
-     * {@code (Buffer) -> long}: the address of a direct buffer's position, through
-     * {@code MemorySegment.ofBuffer(buffer).address()} (JDK 22 and later; found by name, as the
-     * library is compiled for Java 11); null on older JDKs, which ask the native library instead.
+     * Whether {@link Fast} is ready: set by {@link #prepare} once it initialised that class. Until then, and where it found no way, the native library gives the
+     * addresses. Finding the way builds method handles, which costs milliseconds in a JVM that
+     * just started: the application's first read or write must not wait for that.
      */
-    private static final MethodHandle SEGMENT_ADDRESS = segmentAddress();
+    private static volatile boolean fast;
 
-    private static MethodHandle segmentAddress() {
-        if (Runtime.version().feature() < 22) {
-            return null;
+    /**
+     * The ways to a direct buffer's address without a native call, found when this class is
+     * initialised.
+     */
+    private static final class Fast {
+        /**
+         * {@code (Buffer) -> long}: the address of a direct buffer's position, through
+         * {@code MemorySegment.ofBuffer(buffer).address()} (JDK 22 and later; found by name, as the
+         * library is compiled for Java 11); null on older JDKs.
+         */
+        static final MethodHandle SEGMENT_ADDRESS = segmentAddress();
+
+        /**
+         * {@code (Object, long) -> long}: {@code sun.misc.Unsafe.getLong} bound to the instance,
+         * and the offset of {@code java.nio.Buffer}'s {@code address} field, which holds a direct
+         * buffer's first byte (what the JNI function {@code GetDirectBufferAddress} returns): the
+         * way on JDKs before 22, where {@code sun.misc.Unsafe} is open to every module. Null and -1
+         * where either cannot be found.
+         */
+        static final MethodHandle UNSAFE_GET_LONG;
+        static final long ADDRESS_OFFSET;
+
+        static {
+            MethodHandle getLong = null;
+            long offset = -1;
+            if (SEGMENT_ADDRESS == null) {
+                try {
+                    Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
+                    java.lang.reflect.Field instance = unsafeClass.getDeclaredField("theUnsafe");
+                    instance.setAccessible(true);
+                    Object unsafe = instance.get(null);
+                    MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+                    MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset",
+                        MethodType.methodType(long.class, java.lang.reflect.Field.class));
+                    offset = (long) fieldOffset.invoke(unsafe, Buffer.class.getDeclaredField("address"));
+                    getLong = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, Object.class, long.class))
+                        .bindTo(unsafe);
+                    // The field must hold the address of the buffer's first byte, slices included:
+                    // bytes written through the buffer are read back from that address.
+                    MethodHandle getAbsolute = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, long.class))
+                        .bindTo(unsafe);
+                    ByteBuffer probe = ByteBuffer.allocateDirect(32).order(ByteOrder.nativeOrder());
+                    ByteBuffer slice = probe.position(8).slice().order(ByteOrder.nativeOrder());
+                    slice.putLong(0, 0x0123456789abcdefL);
+                    long address = (long) getLong.invoke((Object) slice, offset);
+                    if ((long) getAbsolute.invoke(address) != 0x0123456789abcdefL) {
+                        throw new IllegalStateException("java.nio.Buffer.address does not hold the buffer's address");
+                    }
+                } catch (Throwable e) {
+                    getLong = null;
+                    offset = -1;
+                }
+            }
+            UNSAFE_GET_LONG = getLong;
+            ADDRESS_OFFSET = offset;
         }
-        try {
-            Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
-            MethodHandles.Lookup lookup = MethodHandles.publicLookup();
-            MethodHandle ofBuffer = lookup.findStatic(segment, "ofBuffer", MethodType.methodType(segment, Buffer.class));
-            MethodHandle address = lookup.findVirtual(segment, "address", MethodType.methodType(long.class));
-            return MethodHandles.filterReturnValue(ofBuffer, address);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            return null;
+
+        private Fast() {
+        }
+
+        private static MethodHandle segmentAddress() {
+            if (Runtime.version().feature() < 22) {
+                return null;
+            }
+            try {
+                Class<?> segment = Class.forName("java.lang.foreign.MemorySegment");
+                MethodHandles.Lookup lookup = MethodHandles.publicLookup();
+                MethodHandle ofBuffer = lookup.findStatic(segment, "ofBuffer", MethodType.methodType(segment, Buffer.class));
+                MethodHandle address = lookup.findVirtual(segment, "address", MethodType.methodType(long.class));
+                return MethodHandles.filterReturnValue(ofBuffer, address);
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                return null;
+            }
+        }
+
+        /** Whether a way was found. */
+        static boolean found() {
+            return SEGMENT_ADDRESS != null || UNSAFE_GET_LONG != null;
+        }
+
+        /** The address of a direct buffer's first byte; only where {@link #found}. */
+        static long address(ByteBuffer direct) {
+            try {
+                MethodHandle segmentAddress = SEGMENT_ADDRESS;
+                if (segmentAddress != null) {
+                    return (long) segmentAddress.invokeExact((Buffer) direct) - direct.position();
+                }
+                return (long) UNSAFE_GET_LONG.invokeExact((Object) direct, ADDRESS_OFFSET);
+            } catch (Throwable e) {
+                throw new IllegalStateException("cannot read a direct buffer's address", e);
+            }
         }
     }
 
     /**
-     * {@code (Object, long) -> long}: {@code sun.misc.Unsafe.getLong} bound to the instance, and the
-     * offset of {@code java.nio.Buffer}'s {@code address} field, which holds a direct buffer's
-     * first byte (what the JNI function {@code GetDirectBufferAddress} returns): the way to it
-     * without a native call on JDKs before 22, where {@code sun.misc.Unsafe} is open to every
-     * module. Null and -1 where either cannot be found; then the native library is asked.
+     * Finds the way to addresses without a native call (on the {@code hadronio-start} thread,
+     * right after the library loaded); from then on {@link #address} takes it. Returns whether
+     * there is one.
      */
-    private static final MethodHandle UNSAFE_GET_LONG;
-    private static final long ADDRESS_OFFSET;
-
-    static {
-        MethodHandle getLong = null;
-        long offset = -1;
-        if (SEGMENT_ADDRESS == null) {
-            try {
-                Class<?> unsafeClass = Class.forName("sun.misc.Unsafe");
-                java.lang.reflect.Field instance = unsafeClass.getDeclaredField("theUnsafe");
-                instance.setAccessible(true);
-                Object unsafe = instance.get(null);
-                MethodHandles.Lookup lookup = MethodHandles.publicLookup();
-                MethodHandle fieldOffset = lookup.findVirtual(unsafeClass, "objectFieldOffset",
-                    MethodType.methodType(long.class, java.lang.reflect.Field.class));
-                offset = (long) fieldOffset.invoke(unsafe, Buffer.class.getDeclaredField("address"));
-                getLong = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, Object.class, long.class))
-                    .bindTo(unsafe);
-                // The field must hold the address of the buffer's first byte, slices included:
-                // bytes written through the buffer are read back from that address.
-                MethodHandle getAbsolute = lookup.findVirtual(unsafeClass, "getLong", MethodType.methodType(long.class, long.class))
-                    .bindTo(unsafe);
-                ByteBuffer probe = ByteBuffer.allocateDirect(32).order(ByteOrder.nativeOrder());
-                ByteBuffer slice = probe.position(8).slice().order(ByteOrder.nativeOrder());
-                slice.putLong(0, 0x0123456789abcdefL);
-                long address = (long) getLong.invoke((Object) slice, offset);
-                if ((long) getAbsolute.invoke(address) != 0x0123456789abcdefL) {
-                    throw new IllegalStateException("java.nio.Buffer.address does not hold the buffer's address");
-                }
-            } catch (Throwable e) {
-                getLong = null;
-                offset = -1;
-            }
+    static boolean prepare() {
+        try {
+            fast = Fast.found();
+        } catch (LinkageError e) {
+            // The JDK refused every way: addresses keep coming from the native library.
         }
-        UNSAFE_GET_LONG = getLong;
-        ADDRESS_OFFSET = offset;
+        return fast;
     }
 
     /** This thread's last direct buffer and its address: most applications reuse their buffers. */
@@ -86,10 +134,22 @@ public final class Buffers {
         long address;
     }
 
-    private static final ThreadLocal<Last> LAST = ThreadLocal.withInitial(Last::new);
+    // Subclasses rather than ThreadLocal.withInitial: a method reference's first use costs a
+    // JVM that never bootstrapped one milliseconds, on the application's first read or write.
+    private static final ThreadLocal<Last> LAST = new ThreadLocal<Last>() {
+        @Override
+        protected Last initialValue() {
+            return new Last();
+        }
+    };
 
     private static final ThreadLocal<ByteBuffer> TEMPORARY = new ThreadLocal<>();
-    private static final ThreadLocal<IoVector> VECTORS = ThreadLocal.withInitial(IoVector::new);
+    private static final ThreadLocal<IoVector> VECTORS = new ThreadLocal<IoVector>() {
+        @Override
+        protected IoVector initialValue() {
+            return new IoVector();
+        }
+    };
 
     private Buffers() {
     }
@@ -100,23 +160,7 @@ public final class Buffers {
             // A heap buffer has no native address (its segment's and its field's are offsets).
             throw new IllegalArgumentException("not a direct buffer: " + direct);
         }
-        MethodHandle segmentAddress = SEGMENT_ADDRESS;
-        if (segmentAddress != null) {
-            try {
-                return (long) segmentAddress.invokeExact((Buffer) direct) - direct.position();
-            } catch (Throwable e) {
-                throw new IllegalStateException("cannot read a direct buffer's address", e);
-            }
-        }
-        MethodHandle getLong = UNSAFE_GET_LONG;
-        if (getLong != null) {
-            try {
-                return (long) getLong.invokeExact((Object) direct, ADDRESS_OFFSET);
-            } catch (Throwable e) {
-                throw new IllegalStateException("cannot read a direct buffer's address", e);
-            }
-        }
-        return nativeAddress(direct);
+        return fast ? Fast.address(direct) : nativeAddress(direct);
     }
 
     /** {@link #address} through the native library, for this thread's last buffer once. */

@@ -36,24 +36,17 @@ public final class Counters implements DynamicMBean {
     static final long REGISTER_DELAY_MILLIS = 1000;
 
     /**
-     * Registers the MBean with the platform MBean server, on a thread of its own, {@link
-     * #REGISTER_DELAY_MILLIS} after the library loaded.
+     * Registers the MBean with the platform MBean server; called on the {@code hadronio-start}
+     * thread {@link #REGISTER_DELAY_MILLIS} after the library loaded.
      */
-    static void registerInBackground() {
-        Thread thread = new Thread(() -> {
-            try {
-                Thread.sleep(REGISTER_DELAY_MILLIS);
-                java.lang.management.ManagementFactory.getPlatformMBeanServer()
-                        .registerMBean(new Counters(), new ObjectName(OBJECT_NAME));
-            } catch (InterruptedException e) {
-                // the JVM is ending
-            } catch (Exception | LinkageError e) {
-                // A runtime without java.management, or a second class loader's copy of hadroNIO.
-                Log.logger().log(Level.DEBUG, () -> "the JMX MBean " + OBJECT_NAME + " is not registered: " + e);
-            }
-        }, "hadronio-jmx");
-        thread.setDaemon(true);
-        thread.start();
+    static void register() {
+        try {
+            java.lang.management.ManagementFactory.getPlatformMBeanServer()
+                    .registerMBean(new Counters(), new ObjectName(OBJECT_NAME));
+        } catch (Exception | LinkageError e) {
+            // A runtime without java.management, or a second class loader's copy of hadroNIO.
+            Log.logger().log(Level.DEBUG, () -> "the JMX MBean " + OBJECT_NAME + " is not registered: " + e);
+        }
     }
 
     /** Every counter by name, in a fixed order. */

@@ -170,7 +170,41 @@ public final class NativeLoader {
                 throw new IllegalArgumentException("invalid hadroNIO setting " + e.getMessage(), e);
             }
             loaded = true;
-            Counters.registerInBackground();
+            Startup.begin();
+        }
+    }
+
+    /**
+     * What follows the library's load on the {@code hadronio-start} daemon thread, so that the
+     * application's thread goes on: the way to direct buffer addresses without a native call
+     * (milliseconds of method-handle set-up in a JVM that just started), then, a second later,
+     * the counters' MBean. A class rather than a lambda: a JVM that never bootstrapped one would
+     * spend milliseconds on it here.
+     */
+    private static final class Startup implements Runnable {
+        static void begin() {
+            try {
+                Thread thread = new Thread(new Startup(), "hadronio-start");
+                thread.setDaemon(true);
+                thread.start();
+            } catch (OutOfMemoryError | SecurityException e) {
+                // No thread to be had: addresses keep coming from the native library, no MBean.
+            }
+        }
+
+        @Override
+        public void run() {
+            long start = System.nanoTime();
+            Buffers.prepare();
+            try {
+                long left = Counters.REGISTER_DELAY_MILLIS - (System.nanoTime() - start) / 1_000_000;
+                if (left > 0) {
+                    Thread.sleep(left);
+                }
+            } catch (InterruptedException e) {
+                return;
+            }
+            Counters.register();
         }
     }
 

@@ -1,20 +1,25 @@
 package dev.hadronio.internal;
 
 import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
 
 import java.nio.ByteBuffer;
 import org.junit.BeforeClass;
 import org.junit.Test;
 
 /**
- * A direct buffer's address, however {@link Buffers#address} finds it on this JDK (a memory
- * segment, {@code sun.misc.Unsafe}), is the one the JNI function {@code GetDirectBufferAddress}
- * gives: for buffers, slices, duplicates and read-only views, wherever their position is.
+ * A direct buffer's address, however {@link Buffers#address} finds it on this JDK once it is
+ * prepared (a memory segment, {@code sun.misc.Unsafe}), is the one the JNI function
+ * {@code GetDirectBufferAddress} gives (and {@code address} asks until then): for buffers, slices,
+ * duplicates and read-only views, wherever their position is.
  */
 public class BuffersTest {
     @BeforeClass
     public static void load() {
         NativeLoader.load();
+        // As the hadronio-start thread does after the load; JDK 17 opens sun.misc.Unsafe to every
+        // module, 22 and later have memory segments.
+        assertTrue("no way to buffer addresses without a native call on " + Runtime.version(), Buffers.prepare());
     }
 
     private static void assertSameAddress(ByteBuffer buffer) {

@@ -2,6 +2,7 @@ package dev.hadronio.provider;
 
 import dev.hadronio.HadronioProvider;
 import dev.hadronio.nio.HadronioSocketChannel;
+import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
@@ -9,7 +10,7 @@ import java.nio.channels.SocketChannel;
 
 /**
  * Connects two channels in this JVM, exchanges round trips until both have switched to UCX (the
- * upgrade takes a few; at most 10 s, or 200 round trips when it is switched off) and prints both
+ * upgrade takes a few) or both stay on TCP for a reason they name (at most 10 s), and prints both
  * paths.
  */
 public final class TransportProbe {
@@ -27,9 +28,10 @@ public final class TransportProbe {
                     long deadline = System.nanoTime() + 10_000_000_000L;
                     HadronioSocketChannel c = (HadronioSocketChannel) client;
                     HadronioSocketChannel a = (HadronioSocketChannel) accepted;
-                    for (int round = 0; System.nanoTime() - deadline < 0; round++) {
+                    while (System.nanoTime() - deadline < 0) {
                         boolean upgraded = c.transportDescription().startsWith("ucx") && a.transportDescription().startsWith("ucx");
-                        if (upgraded || (round >= 200 && "tcp".equals(System.getProperty("hadronio.transport")))) {
+                        boolean gaveUp = stays(c) && stays(a);
+                        if (upgraded || gaveUp) {
                             break;
                         }
                         buffer.clear();
@@ -50,5 +52,11 @@ public final class TransportProbe {
                 }
             }
         }
+    }
+
+    /** Whether the channel stays on TCP for good (it names why; not one that was not upgraded yet). */
+    private static boolean stays(HadronioSocketChannel channel) throws IOException {
+        String path = channel.transportDescription();
+        return path.startsWith("tcp (") && !path.equals("tcp (not upgraded yet)");
     }
 }

@@ -65,6 +65,29 @@ public class TransportTest {
     }
 
     @Test
+    public void withoutUcxConnectionsStayOnTcpAndSayWhy() throws Exception {
+        // UCX finds no transport, so its context fails. Made ahead of need at start, that is
+        // known before the connection: neither side offers.
+        String output = probe(Map.of("UCX_TLS", "no_such_transport"));
+        for (String side : new String[] {"CLIENT ", "SERVER "}) {
+            String path = line(output, side);
+            assertTrue(path, path.startsWith(side + "tcp (UCX unavailable"));
+        }
+        // Without workers made ahead the context is first tried when a lane opens: the client
+        // offered without waiting for it; the side whose lane could not open gives the upgrade
+        // up and says why, the other says that its peer gave up.
+        output = probe(Map.of("UCX_TLS", "no_such_transport"), "hadronio.spareWorkers=0");
+        int why = 0;
+        for (String side : new String[] {"CLIENT ", "SERVER "}) {
+            String path = line(output, side).substring(side.length());
+            boolean names = path.startsWith("tcp (UCX unavailable") || path.contains("ucp_init failed");
+            assertTrue(output, names || path.equals("tcp (the peer gave up the upgrade)"));
+            why += names ? 1 : 0;
+        }
+        assertTrue(output, why >= 1);
+    }
+
+    @Test
     public void upgradeSwitchedOffStaysOnKernelTcp() throws Exception {
         String output = probe(Map.of(), "hadronio.transport=tcp");
         assertTrue(output, line(output, "CLIENT ").contains("tcp (UCX disabled by hadronio.transport=tcp)"));
