@@ -172,7 +172,7 @@ impl Hub {
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
         // Without a UCX context (it said why, once) every connection stays on TCP. One that is
-        // still being created counts: a connection's upgrade waits for it.
+        // still being made counts: the first lane to open waits for it.
         let ucx = ucx.filter(|s| s.ucx && lanes::failure(Kind::Full).is_none());
         let lanes = ucx.map(|s| {
             let table = links.clone();
@@ -219,9 +219,12 @@ impl Hub {
         // UCX context, tens), and the lane opens on the hadronio-lanes thread while the channel's
         // first bytes go over TCP instead of waiting for it. A selector's lanes open when
         // connections need them, on that thread too if no worker is ready.
-        if !selector && hub.lanes.is_some() && (hub.lane_is_open(Locality::Remote) || !hub.open_lane_later(Locality::Remote, None)) {
-            if let Err(e) = hub.lane(Locality::Remote) {
-                warn!("no UCX worker, connections stay on TCP: {e}");
+        if !selector && hub.lanes.is_some() {
+            let later = !hub.lane_is_open(Locality::Remote) && hub.open_lane_later(Locality::Remote, None);
+            if !later {
+                if let Err(e) = hub.lane(Locality::Remote) {
+                    warn!("no UCX worker, connections stay on TCP: {e}");
+                }
             }
         }
         Ok(hub)

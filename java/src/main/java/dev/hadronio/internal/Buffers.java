@@ -14,9 +14,10 @@ import java.nio.ByteOrder;
  */
 public final class Buffers {
     /**
-     * Whether {@link Fast} is ready: set by {@link #prepare} once it initialised that class. Until then, and where it found no way, the native library gives the
-     * addresses. Finding the way builds method handles, which costs milliseconds in a JVM that
-     * just started: the application's first read or write must not wait for that.
+     * Whether {@link Fast} is ready: set by {@link #prepare} once it initialised that class.
+     * Until then, and where it found no way, the native library gives the addresses. Finding the
+     * way builds method handles, which costs milliseconds in a JVM that just started: the
+     * application's first read or write must not wait for that.
      */
     private static volatile boolean fast;
 
