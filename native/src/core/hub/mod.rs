@@ -273,8 +273,11 @@ impl Hub {
     /// channels to serve, or one whose first bytes already flow over TCP) goes on meanwhile.
     /// False if that thread could not be started.
     pub fn open_lane_later(self: &Arc<Self>, locality: Locality, channel: Option<Weak<dyn Events>>) -> bool {
-        let hub = self.clone();
+        let hub = Arc::downgrade(self);
         lanes::later(Box::new(move || {
+            // A hub that went meanwhile (its channels closed, a channel's with it) needs no lane:
+            // no worker is made for it.
+            let Some(hub) = hub.upgrade() else { return };
             // The channel is told in any case: its negotiation waits for the answer. The lane is
             // held until then: a lane nobody holds is closed as idle.
             let lane = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hub.lane(locality))) {

@@ -1,5 +1,6 @@
 package dev.hadronio.reliability;
 
+import dev.hadronio.nio.HadronioSocketChannel;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -85,13 +86,14 @@ public final class ChurnProgram {
     }
 
     /**
-     * Run in blocking mode right before each measurement: three connections used at once and
-     * closed. A blocking channel has a UCX worker of its own, and the workers of closed channels
-     * are kept for the next ones up to {@code hadronio.spareWorkers}; how many are kept depends on
-     * how many channels were ever open at once and on whether a kept worker was still fit to serve
-     * (one whose peer worker went away abruptly is not), which the cycles leave to chance. Filled
-     * before both measurements, the cache holds as many workers each time, so what grows is what
-     * the cycles left behind.
+     * Run in blocking mode right before each measurement: three connections used at once until
+     * they went over to UCX, and closed. A blocking channel has a UCX worker of its own (made on
+     * the hadronio-lanes thread while its first bytes go over TCP, unless one is kept), and the
+     * workers of closed channels are kept for the next ones up to {@code hadronio.spareWorkers};
+     * how many are kept depends on how many channels were ever open at once with their workers
+     * and on whether a kept worker was still fit to serve (one whose peer worker went away
+     * abruptly is not), which the cycles leave to chance. Filled before both measurements, the
+     * cache holds as many workers each time, so what grows is what the cycles left behind.
      */
     private void fillWorkerCache() throws IOException {
         try (ServerSocketChannel listener = provider.openServerSocketChannel()) {
@@ -103,19 +105,33 @@ public final class ChurnProgram {
                 clients[i].connect(listener.getLocalAddress());
                 servers[i] = listener.accept();
             }
+            long deadline = System.nanoTime() + 10_000_000_000L;
             for (int i = 0; i < clients.length; i++) {
-                ByteBuffer one = ByteBuffer.allocate(1);
-                clients[i].write(one);
-                one.clear();
-                while (one.hasRemaining()) {
-                    servers[i].read(one);
-                }
+                do {
+                    ByteBuffer one = ByteBuffer.allocate(1);
+                    clients[i].write(one);
+                    one.clear();
+                    while (one.hasRemaining()) {
+                        servers[i].read(one);
+                    }
+                    one.clear();
+                    servers[i].write(one);
+                    one.clear();
+                    while (one.hasRemaining()) {
+                        clients[i].read(one);
+                    }
+                } while (!(upgraded(clients[i]) && upgraded(servers[i])) && System.nanoTime() - deadline < 0);
             }
             for (int i = 0; i < clients.length; i++) {
                 clients[i].close();
                 servers[i].close();
             }
         }
+    }
+
+    /** Whether the channel went over to UCX (always, for the JDK's: it has nothing to wait for). */
+    private static boolean upgraded(SocketChannel channel) throws IOException {
+        return !(channel instanceof HadronioSocketChannel) || ((HadronioSocketChannel) channel).transportDescription().startsWith("ucx");
     }
 
     private void run(boolean selectorMode, int cycles, int warmup) throws Exception {
