@@ -228,6 +228,25 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_counterDescriptions(env: *mu
     slow(env, std::ptr::null_mut(), |env| string_array(env, Counter::ALL.iter().map(|c| c.description())))
 }
 
+/// `static native void yieldToApplication()`: the calling thread runs at a lower priority
+/// (see [`yield_to_application`]).
+#[no_mangle]
+pub extern "C" fn Java_dev_hadronio_internal_Native_yieldToApplication(_env: *mut JNIEnv, _class: jclass) {
+    yield_to_application();
+}
+
+/// Lowers the calling thread's scheduling priority to nice 10: for the Java side's start-up work
+/// that the application does not wait for (the way to buffer addresses, the MBean). On an idle
+/// core it runs as before; where the application's threads want the cores (a JVM that just
+/// started has its compilers busy too) those go first. Nothing happens where the kernel refuses.
+fn yield_to_application() {
+    // SAFETY: plain system calls on this thread's own id.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10) } != 0 {
+        log::debug!("thread priority not lowered: {}", std::io::Error::last_os_error());
+    }
+}
+
 /// `static native long[] counters()`: every counter's total (see [`crate::stats`]).
 #[no_mangle]
 pub extern "C" fn Java_dev_hadronio_internal_Native_counters(env: *mut JNIEnv, _class: jclass) -> jlongArray {
@@ -722,4 +741,26 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_keyDeregister(env: *mut JNIE
         selector.deregister(&*handle::get::<Key>(key)?);
         handle::destroy::<Key>(key)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The calling thread's nice value.
+    fn nice() -> i32 {
+        // SAFETY: plain system calls on this thread's own id.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::syscall(libc::SYS_gettid) as libc::id_t) }
+    }
+
+    #[test]
+    fn start_up_work_yields_to_the_application() {
+        let before = nice();
+        let lowered = std::thread::spawn(|| {
+            super::yield_to_application();
+            nice()
+        })
+        .join()
+        .unwrap();
+        assert!(lowered >= 10, "the thread runs at nice {lowered}");
+        assert_eq!(nice(), before, "only the calling thread is lowered");
+    }
 }

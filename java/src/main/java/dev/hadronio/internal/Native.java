@@ -41,6 +41,12 @@ public final class Native {
     /** What each counter counts, in {@link #counters()} order. */
     public static native String[] counterDescriptions();
 
+    /**
+     * Lowers the calling thread's scheduling priority: for threads that prepare what the
+     * application may need later, so that the application's own threads go first.
+     */
+    static native void yieldToApplication();
+
     /** Every counter's total since the library loaded (see {@code Counters}). */
     public static native long[] counters();
 

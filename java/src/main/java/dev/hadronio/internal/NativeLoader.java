@@ -178,8 +178,9 @@ public final class NativeLoader {
      * What follows the library's load on the {@code hadronio-start} daemon thread, so that the
      * application's thread goes on: the way to direct buffer addresses without a native call
      * (milliseconds of method-handle set-up in a JVM that just started), then, a second later,
-     * the counters' MBean. A class rather than a lambda: a JVM that never bootstrapped one would
-     * spend milliseconds on it here.
+     * the counters' MBean. The thread runs at a lower priority (the application's threads go
+     * first while the JVM starts). A class rather than a lambda: a JVM that never bootstrapped
+     * one would spend milliseconds on it here.
      */
     private static final class Startup implements Runnable {
         static void begin() {
@@ -195,6 +196,7 @@ public final class NativeLoader {
         @Override
         public void run() {
             long start = System.nanoTime();
+            Native.yieldToApplication();
             Buffers.prepare();
             try {
                 long left = Counters.REGISTER_DELAY_MILLIS - (System.nanoTime() - start) / 1_000_000;
@@ -275,7 +277,7 @@ public final class NativeLoader {
         if (hash == null || files.isEmpty()) {
             throw new UnsatisfiedLinkError("the hadroNIO jar's native index is malformed");
         }
-        String user = System.getProperty("user.name", "user").replaceAll("[^A-Za-z0-9_.-]", "_");
+        String user = fileNamePart(System.getProperty("user.name", "user"));
         Path base = Paths.get(System.getProperty("java.io.tmpdir"), "hadronio-" + user);
         Path target = base.resolve(hash + (systemUcx ? "-system" : ""));
         if (Files.isRegularFile(target.resolve(".complete"))) {
@@ -317,6 +319,21 @@ public final class NativeLoader {
             error.initCause(e);
             throw error;
         }
+    }
+
+    /**
+     * {@code text} with every character but ASCII letters, digits, {@code _}, {@code .} and
+     * {@code -} replaced by {@code _} (no regular expression: this runs while the provider loads).
+     */
+    static String fileNamePart(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+                || c == '_' || c == '.' || c == '-';
+            out.append(plain ? c : '_');
+        }
+        return out.toString();
     }
 
     /** Whether {@code directory} lies on a mount with the {@code noexec} option (per /proc/self/mountinfo). */

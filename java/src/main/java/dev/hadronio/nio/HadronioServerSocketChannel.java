@@ -98,9 +98,14 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
                     }
                 }
                 long timeout = adaptor ? acceptTimeoutMillis : 0;
-                accepted = handle.call(h -> HadronioSocketChannel.parks(blocking)
-                    ? acceptParked(h, HadronioSocketChannel.deadline(timeout))
-                    : Native.listenerAccept(h, blocking, timeout));
+                long h = handle.enter();
+                try {
+                    accepted = HadronioSocketChannel.parks(blocking)
+                        ? acceptParked(h, HadronioSocketChannel.deadline(timeout))
+                        : Native.listenerAccept(h, blocking, timeout);
+                } finally {
+                    handle.leave();
+                }
             } finally {
                 if (blocking) {
                     end(accepted != 0);

@@ -46,7 +46,7 @@ public final class HadronioSocketChannel extends SocketChannel {
      * comes when its process has no file descriptor left (at its limit) could not open their
      * class files then.
      */
-    private static final Class<?>[] PRELOADED = {Status.class, NativeHandle.Call.class};
+    private static final Class<?>[] PRELOADED = {Status.class};
 
     private final ReentrantLock readLock = new ReentrantLock();
     private final ReentrantLock writeLock = new ReentrantLock();
@@ -148,14 +148,24 @@ public final class HadronioSocketChannel extends SocketChannel {
         long n;
         if (dst.isDirect()) {
             long address = Buffers.address(dst) + position;
-            n = handle.call(h -> readNative(h, address, remaining, blocking, timeoutMillis));
+            long h = handle.enter();
+            try {
+                n = readNative(h, address, remaining, blocking, timeoutMillis);
+            } finally {
+                handle.leave();
+            }
             if (n > 0) {
                 dst.position(position + (int) n);
             }
         } else {
             ByteBuffer temporary = Buffers.temporary(remaining);
             int length = Math.min(remaining, temporary.capacity());
-            n = handle.call(h -> readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis));
+            long h = handle.enter();
+            try {
+                n = readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis);
+            } finally {
+                handle.leave();
+            }
             if (n > 0) {
                 temporary.limit((int) n);
                 dst.put(temporary);
@@ -221,7 +231,13 @@ public final class HadronioSocketChannel extends SocketChannel {
                     return 0;
                 }
                 int timeoutMillis = readTimeoutMillis;
-                long r = handle.call(h -> readvNative(h, vector.address(), vector.count(), blocking, timeoutMillis));
+                long r;
+                long h = handle.enter();
+                try {
+                    r = readvNative(h, vector.address(), vector.count(), blocking, timeoutMillis);
+                } finally {
+                    handle.leave();
+                }
                 if (r > 0) {
                     vector.complete(dsts, r, true);
                 }
@@ -274,7 +290,13 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
         if (src.isDirect()) {
             long address = Buffers.address(src) + position;
-            long n = handle.call(h -> writeNative(h, address, remaining, blocking));
+            long n;
+            long h = handle.enter();
+            try {
+                n = writeNative(h, address, remaining, blocking);
+            } finally {
+                handle.leave();
+            }
             if (n > 0) {
                 src.position(position + (int) n);
             }
@@ -287,7 +309,13 @@ public final class HadronioSocketChannel extends SocketChannel {
             ByteBuffer slice = src.duplicate();
             slice.limit(src.position() + length);
             temporary.put(slice);
-            int n = (int) handle.call(h -> writeNative(h, Buffers.address(temporary), length, blocking));
+            int n;
+            long h = handle.enter();
+            try {
+                n = writeNative(h, Buffers.address(temporary), length, blocking);
+            } finally {
+                handle.leave();
+            }
             if (n > 0) {
                 src.position(src.position() + n);
                 written += n;
@@ -361,13 +389,16 @@ public final class HadronioSocketChannel extends SocketChannel {
                         break;
                     }
                     boolean parks = parks(blocking);
-                    long r = handle.call(h -> {
-                        long sent = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
-                        if (sent == 0 && parks) {
+                    long r;
+                    long h = handle.enter();
+                    try {
+                        r = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
+                        if (r == 0 && parks) {
                             park(SelectionKey.OP_WRITE, 0, "Write");
                         }
-                        return sent;
-                    });
+                    } finally {
+                        handle.leave();
+                    }
                     if (r > 0) {
                         vector.complete(srcs, r, false);
                         n += r;
@@ -474,11 +505,17 @@ public final class HadronioSocketChannel extends SocketChannel {
                             remoteAddress = address;
                         }
                         boolean parks = parks(blocking);
-                        long r = handle.call(h -> {
-                            int started = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address),
+                        long r;
+                        long h = handle.enter();
+                        try {
+                            r = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address),
                                 address.getPort(), blocking && !parks, timeoutMillis);
-                            return started == 0 && parks ? finishParked(h, deadline(timeoutMillis)) : started;
-                        });
+                            if (r == 0 && parks) {
+                                r = finishParked(h, deadline(timeoutMillis));
+                            }
+                        } finally {
+                            handle.leave();
+                        }
                         connected = r == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
@@ -532,7 +569,13 @@ public final class HadronioSocketChannel extends SocketChannel {
                                 throw new NoConnectionPendingException();
                             }
                         }
-                        long r = handle.call(h -> parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking));
+                        long r;
+                        long h = handle.enter();
+                        try {
+                            r = parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking);
+                        } finally {
+                            handle.leave();
+                        }
                         connected = r == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);

@@ -2,26 +2,19 @@ package dev.hadronio.nio;
 
 import dev.hadronio.internal.Log;
 import dev.hadronio.internal.Native;
-import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.Cleaner;
 import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * Owner of one native handle. Native calls borrow it ({@link #call}, or {@link #enter} and
- * {@link #leave}); {@link #retire()} refuses new borrows and destroys the handle once the last
+ * Owner of one native handle. Native calls borrow it ({@link #enter}, then {@link #leave} in a
+ * {@code finally} block); {@link #retire()} refuses new borrows and destroys the handle once the last
  * borrower has left, so a channel closed while a thread is blocked in it never frees memory that
  * thread still uses. If the owning object becomes unreachable without having been closed, a
  * {@link Cleaner} logs the leak and releases the native resources.
  */
 final class NativeHandle {
-    /** A native call with the handle. */
-    interface Call {
-        long run(long handle) throws IOException;
-    }
-
     private static final Cleaner CLEANER = Cleaner.create();
 
     private static final int CONNECTION = 0;
@@ -52,15 +45,12 @@ final class NativeHandle {
 
     /** Set in {@link #state} once retired; the bits below count the threads inside a call. */
     private static final int RETIRED = 1 << 31;
-    private static final VarHandle STATE;
-
-    static {
-        try {
-            STATE = MethodHandles.lookup().findVarHandle(NativeHandle.class, "state", int.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    /**
+     * An updater rather than a {@code VarHandle}: a channel's first read or write then links no
+     * method handles (milliseconds on the application's thread in a JVM that just started).
+     */
+    private static final AtomicIntegerFieldUpdater<NativeHandle> STATE =
+        AtomicIntegerFieldUpdater.newUpdater(NativeHandle.class, "state");
 
     private final Leak leak;
     private final Cleaner.Cleanable cleanable;
@@ -92,37 +82,25 @@ final class NativeHandle {
         return leak.value;
     }
 
-    /** Runs {@code call} with the handle borrowed; {@link ClosedChannelException} once retired. */
-    long call(Call call) throws IOException {
-        long h = enter();
-        try {
-            return call.run(h);
-        } finally {
-            leave();
-        }
-    }
-
     /**
      * Starts a native call: the handle returned stays valid until {@link #leave()}, even if it is
-     * retired meanwhile.
+     * retired meanwhile; {@link ClosedChannelException} once retired.
      */
     long enter() throws ClosedChannelException {
-        int current = (int) STATE.getVolatile(this);
         while (true) {
+            int current = state;
             if ((current & RETIRED) != 0) {
                 throw new ClosedChannelException();
             }
-            int witness = (int) STATE.compareAndExchange(this, current, current + 1);
-            if (witness == current) {
+            if (STATE.compareAndSet(this, current, current + 1)) {
                 return leak.value;
             }
-            current = witness;
         }
     }
 
     /** Ends a call started by {@link #enter()}; the last one out of a retired handle destroys it. */
     void leave() {
-        int before = (int) STATE.getAndAdd(this, -1);
+        int before = STATE.getAndDecrement(this);
         if (before == (RETIRED | 1)) {
             release();
         }
@@ -133,7 +111,10 @@ final class NativeHandle {
      * one leaves. The owner closes the native object first (which ends blocked calls).
      */
     void retire() {
-        int before = (int) STATE.getAndBitwiseOr(this, RETIRED);
+        int before;
+        do {
+            before = state;
+        } while (!STATE.compareAndSet(this, before, before | RETIRED));
         if (before == 0) {
             release();
         }

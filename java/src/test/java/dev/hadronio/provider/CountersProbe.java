@@ -10,9 +10,11 @@ import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A child program on hadroNIO: echoes {@code args[0]} bytes over one connection inside this JVM,
- * prints {@code PID <pid>} and {@code READY}, then waits for a line on standard input before it
- * exits (while another JVM reads its counters).
+ * A child program on hadroNIO: over one connection inside this JVM, echoes single bytes until the
+ * connection went over to UCX (a blocking channel takes its worker on the {@code hadronio-lanes}
+ * thread while its first bytes go over TCP; prints {@code WARMUP <bytes>}), then echoes
+ * {@code args[0]} bytes, prints {@code PID <pid>} and {@code READY}, and waits for a line on
+ * standard input before it exits (while another JVM reads its counters).
  */
 public final class CountersProbe {
     private CountersProbe() {
@@ -40,6 +42,24 @@ public final class CountersProbe {
             try (SocketChannel client = SocketChannel.open(server.getLocalAddress())) {
                 ByteBuffer out = ByteBuffer.allocateDirect(64 * 1024);
                 ByteBuffer in = ByteBuffer.allocateDirect(64 * 1024);
+                long warmUp = 0;
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (!dev.hadronio.HadronioProvider.transportOf(client).startsWith("ucx") && System.nanoTime() < deadline) {
+                    out.clear();
+                    out.limit(1);
+                    while (out.hasRemaining()) {
+                        client.write(out);
+                    }
+                    in.clear();
+                    in.limit(1);
+                    while (in.hasRemaining()) {
+                        if (client.read(in) < 0) {
+                            throw new java.io.EOFException("echo ended after " + warmUp + " bytes");
+                        }
+                    }
+                    warmUp++;
+                }
+                System.out.println("WARMUP " + warmUp);
                 long sent = 0;
                 long received = 0;
                 while (received < total) {
