@@ -147,25 +147,14 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
         long n;
         if (dst.isDirect()) {
-            long address = Buffers.address(dst) + position;
-            long h = handle.enter();
-            try {
-                n = readNative(h, address, remaining, blocking, timeoutMillis);
-            } finally {
-                handle.leave();
-            }
+            n = readNative(Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
             if (n > 0) {
                 dst.position(position + (int) n);
             }
         } else {
             ByteBuffer temporary = Buffers.temporary(remaining);
             int length = Math.min(remaining, temporary.capacity());
-            long h = handle.enter();
-            try {
-                n = readNative(h, Buffers.address(temporary), length, blocking, timeoutMillis);
-            } finally {
-                handle.leave();
-            }
+            n = readNative(Buffers.address(temporary), length, blocking, timeoutMillis);
             if (n > 0) {
                 temporary.limit((int) n);
                 dst.put(temporary);
@@ -174,32 +163,45 @@ public final class HadronioSocketChannel extends SocketChannel {
         return Status.readResult(n, blocking);
     }
 
-    /** A native read; a virtual thread reads without blocking and parks while nothing comes. */
-    private int readNative(long h, long address, int length, boolean blocking, int timeoutMillis) throws IOException {
-        if (!parks(blocking)) {
-            return Native.connRead(h, address, length, blocking, timeoutMillis);
-        }
-        long deadline = deadline(timeoutMillis);
-        while (true) {
-            int n = Native.connRead(h, address, length, false, 0);
-            if (n != 0) {
-                return n;
+    /**
+     * A native read with the handle borrowed; a virtual thread reads without blocking and parks
+     * while nothing comes.
+     */
+    private int readNative(long address, int length, boolean blocking, int timeoutMillis) throws IOException {
+        long h = handle.enter();
+        try {
+            if (!parks(blocking)) {
+                return Native.connRead(h, address, length, blocking, timeoutMillis);
             }
-            park(SelectionKey.OP_READ, deadline, "Read");
+            long deadline = deadline(timeoutMillis);
+            while (true) {
+                int n = Native.connRead(h, address, length, false, 0);
+                if (n != 0) {
+                    return n;
+                }
+                park(SelectionKey.OP_READ, deadline, "Read");
+            }
+        } finally {
+            handle.leave();
         }
     }
 
-    private long readvNative(long h, long iov, int count, boolean blocking, int timeoutMillis) throws IOException {
-        if (!parks(blocking)) {
-            return Native.connReadv(h, iov, count, blocking, timeoutMillis);
-        }
-        long deadline = deadline(timeoutMillis);
-        while (true) {
-            long n = Native.connReadv(h, iov, count, false, 0);
-            if (n != 0) {
-                return n;
+    private long readvNative(long iov, int count, boolean blocking, int timeoutMillis) throws IOException {
+        long h = handle.enter();
+        try {
+            if (!parks(blocking)) {
+                return Native.connReadv(h, iov, count, blocking, timeoutMillis);
             }
-            park(SelectionKey.OP_READ, deadline, "Read");
+            long deadline = deadline(timeoutMillis);
+            while (true) {
+                long n = Native.connReadv(h, iov, count, false, 0);
+                if (n != 0) {
+                    return n;
+                }
+                park(SelectionKey.OP_READ, deadline, "Read");
+            }
+        } finally {
+            handle.leave();
         }
     }
 
@@ -231,13 +233,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                     return 0;
                 }
                 int timeoutMillis = readTimeoutMillis;
-                long r;
-                long h = handle.enter();
-                try {
-                    r = readvNative(h, vector.address(), vector.count(), blocking, timeoutMillis);
-                } finally {
-                    handle.leave();
-                }
+                long r = readvNative(vector.address(), vector.count(), blocking, timeoutMillis);
                 if (r > 0) {
                     vector.complete(dsts, r, true);
                 }
@@ -289,14 +285,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             return 0;
         }
         if (src.isDirect()) {
-            long address = Buffers.address(src) + position;
-            long n;
-            long h = handle.enter();
-            try {
-                n = writeNative(h, address, remaining, blocking);
-            } finally {
-                handle.leave();
-            }
+            long n = writeNative(Buffers.address(src) + position, remaining, blocking);
             if (n > 0) {
                 src.position(position + (int) n);
             }
@@ -309,13 +298,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             ByteBuffer slice = src.duplicate();
             slice.limit(src.position() + length);
             temporary.put(slice);
-            int n;
-            long h = handle.enter();
-            try {
-                n = writeNative(h, Buffers.address(temporary), length, blocking);
-            } finally {
-                handle.leave();
-            }
+            int n = writeNative(Buffers.address(temporary), length, blocking);
             if (n > 0) {
                 src.position(src.position() + n);
                 written += n;
@@ -335,29 +318,35 @@ public final class HadronioSocketChannel extends SocketChannel {
     }
 
     /**
-     * A native write; a virtual thread writes without blocking and parks while nothing goes, until
-     * everything went (a blocking write's promise) or it fails (with the count so far, if any).
+     * A native write with the handle borrowed; a virtual thread writes without blocking and parks
+     * while nothing goes, until everything went (a blocking write's promise) or it fails (with the
+     * count so far, if any).
      */
-    private int writeNative(long h, long address, int length, boolean blocking) throws IOException {
-        if (!parks(blocking)) {
-            return Native.connWrite(h, address, length, blocking);
-        }
-        int written = 0;
-        while (written < length) {
-            int n = Native.connWrite(h, address + written, length - written, false);
-            if (n < 0) {
-                if (written > 0) {
-                    Status.ignore(n);
-                    return written;
+    private int writeNative(long address, int length, boolean blocking) throws IOException {
+        long h = handle.enter();
+        try {
+            if (!parks(blocking)) {
+                return Native.connWrite(h, address, length, blocking);
+            }
+            int written = 0;
+            while (written < length) {
+                int n = Native.connWrite(h, address + written, length - written, false);
+                if (n < 0) {
+                    if (written > 0) {
+                        Status.ignore(n);
+                        return written;
+                    }
+                    return n;
                 }
-                return n;
+                written += n;
+                if (n == 0) {
+                    park(SelectionKey.OP_WRITE, 0, "Write");
+                }
             }
-            written += n;
-            if (n == 0) {
-                park(SelectionKey.OP_WRITE, 0, "Write");
-            }
+            return written;
+        } finally {
+            handle.leave();
         }
-        return written;
     }
 
     @Override
