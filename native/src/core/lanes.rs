@@ -164,6 +164,8 @@ impl Touched {
 /// or failed) and no connection uses it any more.
 pub struct PeerEndpoint {
     ep: OnceLock<Endpoint>,
+    /// The transports of the endpoint's lanes, read once (see [`PeerEndpoint::transports`]).
+    transports: OnceLock<Vec<String>>,
     failed: AtomicI32,
     /// The peer worker is gone: no new connection will use this endpoint.
     gone: AtomicBool,
@@ -175,6 +177,17 @@ pub struct PeerEndpoint {
 impl PeerEndpoint {
     pub fn ep(&self) -> Option<&Endpoint> {
         self.ep.get()
+    }
+
+    /// The transports (`name/device`, e.g. `posix/memory`, `tcp/eth0`) of the endpoint's lanes,
+    /// each once. UCX only prints them, as text: that takes tens of microseconds, so it is read
+    /// for the first connection that asks, and every connection between the two workers shares
+    /// the endpoint and so its lanes.
+    pub fn transports(&self) -> &[String] {
+        match self.ep.get() {
+            Some(ep) => self.transports.get_or_init(|| transports_in(&ep.describe())),
+            None => &[],
+        }
     }
 
     /// The UCX status the endpoint failed with, if it did (the peer is gone).
@@ -196,6 +209,24 @@ impl PeerEndpoint {
         self.departures.lost.store(true, Ordering::Release);
         self.departures.any.store(true, Ordering::Release);
     }
+}
+
+/// The transport words of an endpoint's description, each once: lines such as
+/// `lane[0]:  0:posix/memory.0 md[0] -> ...` give `posix/memory.0`.
+fn transports_in(description: &str) -> Vec<String> {
+    let mut unique: Vec<String> = Vec::new();
+    let words = description
+        .lines()
+        .filter_map(|line| line.split_once("lane[").map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split_whitespace().nth(1))
+        .map(|word| word.split_once(':').map_or(word, |(_, t)| t))
+        .filter(|t| t.contains('/'));
+    for word in words {
+        if !unique.iter().any(|u| u == word) {
+            unique.push(word.to_string());
+        }
+    }
+    unique
 }
 
 /// Peer workers that went away, noted inside progress (by the goodbye handler and the error
@@ -256,6 +287,7 @@ impl Endpoints {
         }
         let peer = Arc::new(PeerEndpoint {
             ep: OnceLock::new(),
+            transports: OnceLock::new(),
             failed: AtomicI32::new(0),
             gone: AtomicBool::new(false),
             users: Mutex::new(vec![user]),
@@ -860,6 +892,17 @@ impl Lanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transports_are_read_from_the_lane_lines_of_a_description() {
+        let description = "#\n# UCP endpoint\n#\n#               peer: <no debug data>\n\
+            #                 lane[0]:  0:posix/memory.0 md[0]          -> md[0]/posix/sysdev[255] am am_bw#0\n\
+            #                 lane[1]:  2:tcp/eth0.0 md[2]              -> md[2]/tcp/sysdev[255] rkey_ptr\n\
+            #                 lane[2]:  0:posix/memory.0 md[0]          -> md[0]/posix/sysdev[255] tag\n\
+            #         tag_send: 0..<egr/short>..8185..<egr/bcopy>..8192..<rndv>..(inf)\n";
+        assert_eq!(transports_in(description), ["posix/memory.0", "tcp/eth0.0"]);
+        assert!(transports_in("no lanes here").is_empty());
+    }
 
     fn lanes() -> Lanes {
         let tuning = Tuning { slot_len: 16384, spare_workers: 0 };

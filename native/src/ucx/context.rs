@@ -60,6 +60,14 @@ const MM_SEG_MAX: usize = u16::MAX as usize;
 /// shared memory per worker.
 const MM_FIFO_SIZE: usize = 128;
 
+/// Receive descriptors a worker's shared-memory transport adds to its pool at a time (one
+/// segment each). The FIFO holds one per element from the start, and a descriptor stays out of
+/// the pool beyond that only while UCX keeps an unexpected message in it: hadroNIO posts its
+/// receives before a peer may send, so few are. UCX's 512 made every new worker write and map
+/// 8.5 MiB of shared memory (its first chunk) for a FIFO of 128; the pool still grows by this much
+/// if it runs out.
+const MM_RX_BUFS_GROW: usize = MM_FIFO_SIZE + MM_FIFO_SIZE / 4;
+
 /// Longest message that goes through shared memory in one copy: segments are sized for messages
 /// up to this long (longer ones use UCX's rendezvous, and segments that large would cost every
 /// worker megabytes).
@@ -216,6 +224,7 @@ impl Context {
                 default_setting(config, "MM_SEG_SIZE", &segment.to_string());
             }
             default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
+            default_setting(config, "MM_RX_BUFS_GROW", &MM_RX_BUFS_GROW.to_string());
         } else if !shared_memory {
             let user = std::env::var("UCX_TLS").ok();
             set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
@@ -251,7 +260,7 @@ impl Context {
 #[cfg(test)]
 mod tests {
     use super::{
-        check_segment_size, memunits, segment_for, shared_memory_layout, tls_without_shared_memory, uses_shared_memory,
+        check_segment_size, memunits, segment_for, shared_memory_layout, tls_without_shared_memory, uses_shared_memory, Context,
         MM_SEG_HEADROOM, MM_SEG_MAX,
     };
 
@@ -290,6 +299,33 @@ mod tests {
         let refused = check_segment_size("UCX_POSIX_SEG_SIZE", "64k").unwrap_err();
         assert!(refused.contains("UCX_POSIX_SEG_SIZE=64k") && refused.contains(&MM_SEG_MAX.to_string()), "{refused}");
         assert!(check_segment_size("UCX_MM_SEG_SIZE", "inf").is_err());
+    }
+
+    /// Sizes of the UCX shared-memory segments this process holds open.
+    fn shared_memory_segments() -> Vec<u64> {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|entry| {
+                let path = entry.ok()?.path();
+                let target = std::fs::read_link(&path).ok()?;
+                target.to_string_lossy().contains("ucx_shm_posix").then(|| std::fs::metadata(&path).ok().map(|m| m.len()))?
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_worker_keeps_a_small_receive_pool_in_shared_memory() {
+        if std::env::var_os("UCX_MM_RX_BUFS_GROW").is_some() || !uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
+            return;
+        }
+        let context = Context::new(16384, true).unwrap();
+        let _worker = crate::ucx::Worker::new(&context).unwrap();
+        let segments = shared_memory_segments();
+        assert!(!segments.is_empty(), "the worker holds no shared-memory segment");
+        // The receive pool is the largest: 160 descriptors of 16,640 bytes and their headers
+        // (UCX's own 512 would take 8.6 MB).
+        let largest = segments.iter().copied().max().unwrap_or(0);
+        assert!(largest < 4 << 20, "a shared-memory segment of {largest} bytes: {segments:?}");
     }
 
     #[test]

@@ -240,9 +240,12 @@ impl Conn {
                 }
             }
             Action::Switched => {
-                let over = state.link.as_ref().map_or_else(String::new, |l| l.path_words());
-                stats::count(if over.contains("shared memory") { Counter::UpgradesSharedMemory } else { Counter::UpgradesNetwork });
-                info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.remote));
+                let shared_memory = state.link.as_ref().is_some_and(Link::over_shared_memory);
+                stats::count(if shared_memory { Counter::UpgradesSharedMemory } else { Counter::UpgradesNetwork });
+                if log_enabled!(Level::Info) {
+                    let over = state.link.as_ref().map_or_else(String::new, Link::path_words);
+                    info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.remote));
+                }
                 self.watch_liveness(state);
             }
             Action::GaveUp(reason, why) => {

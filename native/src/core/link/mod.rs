@@ -27,6 +27,7 @@
 //! sending.
 
 mod rx;
+mod slot_memory;
 mod tx;
 
 use std::collections::VecDeque;
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
+use self::slot_memory::SlotMemory;
 use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
@@ -192,7 +194,7 @@ pub struct Link {
     shared: Arc<Shared>,
     lane: Arc<Lane>,
     slot_len: usize,
-    memory: Box<[u8]>,
+    memory: SlotMemory,
     requests: Vec<Option<Request>>,
     head: usize,
     head_offset: usize,
@@ -248,7 +250,7 @@ impl Link {
             shared,
             lane,
             slot_len,
-            memory: vec![0u8; count * slot_len].into_boxed_slice(),
+            memory: SlotMemory::zeroed(count * slot_len).map_err(|e| Error::io("receive slots", &e))?,
             requests: (0..count).map(|_| None).collect(),
             head: 0,
             head_offset: 0,
@@ -368,13 +370,23 @@ impl Link {
         }
     }
 
+    /// Whether UCX chose a shared-memory transport for the endpoint.
+    pub fn over_shared_memory(&self) -> bool {
+        self.transports().iter().any(|t| t.starts_with("posix/") || t.starts_with("sysv/") || t.starts_with("xpmem/"))
+    }
+
     /// " over shared memory (posix/memory, ...)" or " over the network (tcp/eth0, ...)": which
     /// transports UCX chose for the endpoint, in words for a log line.
     pub fn path_words(&self) -> String {
-        let unique = self.transports();
-        let shared = unique.iter().any(|t| t.starts_with("posix/") || t.starts_with("sysv/") || t.starts_with("xpmem/"));
-        let words = if shared { "shared memory" } else if unique.is_empty() { "UCX" } else { "the network" };
-        format!(" over {words} ({})", unique.join(", "))
+        let transports = self.transports();
+        let words = if self.over_shared_memory() {
+            "shared memory"
+        } else if transports.is_empty() {
+            "UCX"
+        } else {
+            "the network"
+        };
+        format!(" over {words} ({})", transports.join(", "))
     }
 
     /// Whether the peer runs on this host where shared memory does not reach it.
@@ -388,24 +400,9 @@ impl Link {
         !transports.is_empty() && transports.iter().all(|t| t.starts_with("tcp/"))
     }
 
-    /// The transports (`name/device`) of the endpoint's lanes, each once.
-    fn transports(&self) -> Vec<String> {
-        let text = self.describe();
-        // Lines such as "lane[0]:  0:posix/memory.0 md[0] -> ...": the transport/device word.
-        let transports: Vec<&str> = text
-            .lines()
-            .filter_map(|line| line.split_once("lane[").map(|(_, rest)| rest))
-            .filter_map(|rest| rest.split_whitespace().nth(1))
-            .map(|word| word.split_once(':').map_or(word, |(_, t)| t))
-            .filter(|t| t.contains('/'))
-            .collect();
-        let mut unique: Vec<String> = Vec::new();
-        for t in transports {
-            if !unique.iter().any(|u| u == t) {
-                unique.push(t.to_string());
-            }
-        }
-        unique
+    /// The transports of the endpoint's lanes, each once (none before the endpoint exists).
+    fn transports(&self) -> &[String] {
+        self.ep.as_ref().map_or(&[], |p| p.transports())
     }
 
     pub fn endpoint_error(&self) -> Option<i32> {
