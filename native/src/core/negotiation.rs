@@ -86,9 +86,26 @@ pub struct Policy {
     /// With a secret: how long the peer has to prove it once it offered or accepted.
     pub auth_wait: Duration,
     /// Client: how long after connecting its mark waits for a second write before it goes
-    /// anyway (zero: at once, as it must with a secret). See [`Negotiation::on_write`].
+    /// without one where a stream comes its way (zero: at once, as it must with a secret). See
+    /// [`Negotiation::on_write`].
     pub mark_delay: Duration,
 }
+
+/// Bytes a client that wrote once and read its answer must have read for its mark to go without
+/// a second write: a stream coming its way (a download, a subscription), not the answer to one
+/// request.
+pub const STREAM_READ: u64 = 64 * 1024;
+
+/// A client that wrote once and got nothing back marks once the connection is this many times
+/// its mark delay old (1.28 s by default, its last look): a server may hold its answer back until
+/// the upgrade, as one with a secret holds the bytes of a client that has not proved it. Answers
+/// under load often take longer than a few delays, so it waits that long.
+const HELD_ANSWER_DELAYS: u32 = 1 << (MARK_CHECKS - 1);
+
+/// How often a client that wrote once looks for such a stream: at its mark's time and each time
+/// the connection's age doubled since (20 ms to 1.28 s with the default delay). An idle
+/// connection then asks for no more timers.
+const MARK_CHECKS: u32 = 7;
 
 /// How the connection must read the next bytes of the peer's TCP stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -285,6 +302,9 @@ pub struct Negotiation {
     /// Client: when the TCP connection came up, and how many writes the application made.
     connected_at: Option<Instant>,
     writes: u32,
+    /// Client that wrote once: how often its mark's time came without a stream to read (see
+    /// [`Negotiation::next_mark_check`]).
+    mark_checks: u32,
     /// Client: what the connection showed about its server, until the connection took it
     /// ([`Negotiation::take_outcome`]); at most one per connection.
     outcome: Option<Outcome>,
@@ -318,6 +338,7 @@ impl Negotiation {
             cut_short: false,
             connected_at: None,
             writes: 0,
+            mark_checks: 0,
             outcome: None,
             outcome_taken: false,
         }
@@ -414,7 +435,7 @@ impl Negotiation {
         };
         let other = match &self.stage {
             Stage::Offered { since, waited: false } => Some(*since + self.policy.offer_wait),
-            Stage::Answered { reached: true } => self.mark_time(),
+            Stage::Answered { reached: true } if self.mark_time().is_some() => self.next_mark_check(),
             Stage::Greeting(greeting) => match greeting.endpoint {
                 Endpoint::Probing { deadline } => Some(deadline),
                 _ => None,
@@ -708,7 +729,7 @@ impl Negotiation {
         }
     }
 
-    /// When a client's mark goes at the latest (none: at once).
+    /// When a client's mark may go without a second write (none: at once).
     fn mark_time(&self) -> Option<Instant> {
         match self.connected_at {
             Some(at) if !self.policy.mark_delay.is_zero() => Some(at + self.policy.mark_delay),
@@ -716,9 +737,27 @@ impl Negotiation {
         }
     }
 
-    /// Whether a client's mark may go now: a second write came, or the connection is old enough.
+    /// When a client that wrote once looks again whether a stream comes its way: at its mark's
+    /// time, then each time the connection's age doubled, [`MARK_CHECKS`] times in all (none
+    /// after that: only a second write brings its mark).
+    fn next_mark_check(&self) -> Option<Instant> {
+        let at = self.connected_at?;
+        (self.mark_checks < MARK_CHECKS).then(|| at + self.policy.mark_delay * (1u32 << self.mark_checks))
+    }
+
+    /// Whether a client's mark may go now: a second write came, or the connection is old enough
+    /// and either a stream comes its way (it read [`STREAM_READ`] bytes) or nothing came back
+    /// for [`HELD_ANSWER_DELAYS`] times the delay (a server may hold its answer until the
+    /// upgrade). A connection that carried one request and its answer and then waits gains
+    /// nothing from UCX until it writes again, and its upgrade would cost both processes CPU
+    /// while it idles.
     fn mark_due(&self, now: Instant) -> bool {
-        self.writes >= 2 || self.mark_time().is_none_or(|at| now >= at)
+        if self.writes >= 2 {
+            return true;
+        }
+        let Some(at) = self.mark_time() else { return true };
+        let held = self.raw_read == 0 && now >= at + self.policy.mark_delay * (HELD_ANSWER_DELAYS - 1);
+        now >= at && (self.raw_read >= STREAM_READ || held)
     }
 
     /// Our mark, MAGIC, HELLO (and the challenge with a secret): from here on our stream
@@ -1082,9 +1121,14 @@ impl Negotiation {
         }
         let offer_wait = self.policy.offer_wait;
         let probe_wait = self.policy.probe_wait;
-        if matches!(self.stage, Stage::Answered { reached: true }) && self.mark_due(now) {
-            self.send_mark(now);
-            return Ok(());
+        if matches!(self.stage, Stage::Answered { reached: true }) {
+            if self.mark_due(now) {
+                self.send_mark(now);
+                return Ok(());
+            }
+            while self.next_mark_check().is_some_and(|at| now >= at) {
+                self.mark_checks += 1;
+            }
         }
         match &mut self.stage {
             Stage::Offered { since, waited } if !*waited && now >= *since + offer_wait => {

@@ -194,6 +194,11 @@ impl Conn {
         pending
     }
 
+    /// Whether the connection is plain TCP for good, with no UCX link.
+    fn plain_for_good(state: &State) -> bool {
+        state.neg.as_deref().is_some_and(Negotiation::settled_plain) && state.link.is_none()
+    }
+
     /// Bytes the caller counts as written (or a FIN) that still wait in this process must go out
     /// even if no thread of the application comes back: the background thread watches them.
     pub(super) fn watch_pending_tx(&self, mut state: MutexGuard<'_, State>) {
@@ -277,7 +282,10 @@ impl Conn {
                 if self.is_closed() {
                     return Err(Error::closed());
                 }
-                if blocking && self.hub.get().is_none() {
+                // A plain connection writes to its socket first and binds only if it must wait
+                // (below): a hub for a blocking channel without UCX is an epoll set and an event
+                // fd of its own, two descriptors the kernel's channels do not hold.
+                if blocking && self.hub.get().is_none() && !Self::plain_for_good(&state) {
                     self.ensure_bound(&mut state)?;
                 }
                 Self::assume_ready_unbound(&self.hub, &mut state);

@@ -598,6 +598,25 @@ pub fn run_server_short(seed: u64, client: Policy, server: Policy, lengths: (usi
     run_sides(seed, client, server, lengths, false, (true, false))
 }
 
+/// Both sides patient for `rounds` rounds (10 µs of simulated time each), whatever they do: for
+/// connections that stay open and idle.
+pub fn run_open(seed: u64, client: Policy, server: Policy, lengths: (usize, usize), rounds: u64) -> (Side, Side) {
+    let (a, b) = SimWire::pair(&shaped_net(seed));
+    let ucx = RefCell::new(Ucx::default());
+    let mut client = Side::new(0, client, a, pattern(lengths.0, 1));
+    let mut server = Side::new(1, server, b, pattern(lengths.1, 2));
+    (client.patient, server.patient) = (true, true);
+    let mut rng = Rng::new(seed ^ 0x5555);
+    let start = Instant::now();
+    client.neg.on_connected(start);
+    for round in 0..rounds {
+        let now = start + Duration::from_micros(10 * round);
+        client.step(&ucx, &mut rng, now);
+        server.step(&ucx, &mut rng, now);
+    }
+    (client, server)
+}
+
 fn run_sides(seed: u64, mut client: Policy, mut server: Policy, lengths: (usize, usize), broken: bool, patient: (bool, bool)) -> (Side, Side) {
     if broken {
         client.probe_wait = Duration::from_millis(1);

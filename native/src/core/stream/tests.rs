@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::sim::{against_plain, pattern, policy, run_pair, run_server_short, run_short};
-use crate::core::negotiation::{Outcome, TcpReason};
+use super::sim::{against_plain, pattern, policy, run_open, run_pair, run_server_short, run_short};
+use crate::core::negotiation::{Outcome, TcpReason, STREAM_READ};
 use crate::core::protocol::Role;
 
 #[test]
@@ -26,16 +26,49 @@ fn two_hadronio_sides_upgrade_and_deliver_every_byte() {
 }
 
 #[test]
-fn a_client_that_writes_once_upgrades_when_its_mark_delay_passes() {
+fn a_client_that_writes_once_upgrades_when_its_mark_delay_passes_and_a_stream_comes() {
     for seed in 0..50 {
         let mut delayed = policy(Role::Client, None, 11);
         delayed.mark_delay = Duration::from_millis(5);
-        // One byte: a single write, so only the delay can bring the mark.
-        let (client, server) = run_pair(seed, delayed, policy(Role::Server, None, 22), (1, 15_000), false);
+        // One byte: a single write, so only the delay can bring the mark, with a stream to read.
+        let streamed = STREAM_READ as usize + 20_000;
+        let (client, server) = run_pair(seed, delayed, policy(Role::Server, None, 22), (1, streamed), false);
         assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert_eq!(client.neg.path(), "ucx", "seed {seed}");
         assert_eq!(server.neg.path(), "ucx", "seed {seed}");
+        assert!(server.received == pattern(1, 1) && client.received == pattern(streamed, 2), "seed {seed}");
+    }
+}
+
+#[test]
+fn a_client_that_wrote_once_and_got_nothing_back_marks_after_a_while() {
+    for seed in 0..20 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_millis(5);
+        // The server holds its answer (as one with a secret holds it until the upgrade).
+        // 300 ms of simulated time: the answer may still come.
+        let (client, _) = run_open(seed, delayed.clone(), policy(Role::Server, None, 22), (1, 0), 30_000);
+        assert!(!client.neg.framed(), "seed {seed}: the mark went before 64 times the delay");
+        // 340 ms: past 64 times the delay.
+        let (client, server) = run_open(seed, delayed, policy(Role::Server, None, 22), (1, 0), 34_000);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
+        assert!(client.neg.framed(), "seed {seed}: no mark after the delay ({})", client.neg.path());
+    }
+}
+
+#[test]
+fn a_client_that_wrote_once_and_got_its_answer_stays_on_tcp_while_it_waits() {
+    for seed in 0..20 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_millis(5);
+        // One request, a 15,000-byte answer, then both wait: 400 ms of simulated time, past the
+        // last look for a stream (64 times the delay).
+        let (client, server) = run_open(seed, delayed, policy(Role::Server, None, 22), (1, 15_000), 40_000);
+        assert!(client.failed.is_none() && server.failed.is_none(), "seed {seed}: {:?} {:?}", client.failed, server.failed);
         assert!(server.received == pattern(1, 1) && client.received == pattern(15_000, 2), "seed {seed}");
+        assert!(!client.neg.framed(), "seed {seed}: the client sent its mark ({})", client.neg.path());
+        assert_eq!(client.neg.path(), "tcp (not upgraded yet)", "seed {seed}");
+        assert_eq!(client.neg.deadline(), None, "seed {seed}: an idle connection still asks for timers");
     }
 }
 
