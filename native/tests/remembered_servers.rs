@@ -1,8 +1,8 @@
 //! A client remembers what its connections showed about a server address (`core/peers.rs`), with
 //! real sockets: a plain server that answered none of the last offers, and a hadroNIO server whose
 //! connections each carry one request and its answer, get no offer on the next connections (but
-//! one in every `SAMPLE_EVERY`); every connection still carries its bytes exactly. (This file runs
-//! in a process of its own: the memory is the process's.)
+//! samples: the `SAMPLE_EVERY`th, then one twice as many later); every connection still carries
+//! its bytes exactly. (This file runs in a process of its own: the memory is the process's.)
 
 mod common;
 
@@ -54,7 +54,8 @@ fn a_plain_server_that_answered_no_offer_gets_none() {
     // A plain server that answers each line on a new connection and closes (HTTP/1.0 style).
     let server = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = server.local_addr().unwrap();
-    let connections = 2 + 2 * SAMPLE_EVERY as usize;
+    // The record settles after two; samples come after `SAMPLE_EVERY` more and twice as many.
+    let connections = 2 + 3 * SAMPLE_EVERY as usize;
     let plain = thread::spawn(move || {
         for _ in 0..connections {
             let (stream, _) = server.accept().unwrap();
@@ -88,7 +89,7 @@ fn connections_per_request_to_a_hadronio_server_stop_offering() {
     let listener = Arc::new(Listener::open(settings()).unwrap());
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 64).unwrap();
     let addr = listener.local_addr().unwrap().unwrap();
-    let connections = 8 + 2 * SAMPLE_EVERY as usize;
+    let connections = 8 + 3 * SAMPLE_EVERY as usize;
     let accepting = listener.clone();
     let server = thread::spawn(move || {
         let mut paths = Vec::new();

@@ -71,8 +71,36 @@ pub fn failure(kind: Kind) -> Option<&'static str> {
 /// Workers being created now (see [`settle`]).
 static MAKING: AtomicUsize = AtomicUsize::new(0);
 
+/// File descriptors a process must have left for a new UCX worker (with the context, if it is
+/// the first): a worker opens about ten (its shared-memory segments, an event fd, sockets of
+/// its transports) and its endpoints more. UCX gives up on the whole process (an abort) when
+/// some of these fail within its worker set-up, so below this a lane is not opened and its
+/// connections stay on TCP.
+const WORKER_DESCRIPTORS: u64 = 64;
+
+/// Why no worker may be made now, if the process is too near its descriptor limit.
+fn descriptors_short() -> Option<String> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one `rlimit` to the live local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    // Counted only here: a worker is made rarely, and takes milliseconds anyway.
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+    short_of(limit.rlim_cur, open)
+}
+
+/// Why no worker may be made with `open` of `limit` descriptors in use, if too few are left.
+fn short_of(limit: u64, open: u64) -> Option<String> {
+    let left = limit.saturating_sub(open);
+    (left < WORKER_DESCRIPTORS).then(|| format!("{left} of {limit} file descriptors left, a UCX worker needs {WORKER_DESCRIPTORS}"))
+}
+
 /// A new worker of `kind` (creating the context first if need be).
 fn make_worker(kind: Kind, slot_len: u32) -> Result<Arc<Worker>, String> {
+    if let Some(short) = descriptors_short() {
+        return Err(short);
+    }
     struct Making;
     impl Drop for Making {
         fn drop(&mut self) {
@@ -892,6 +920,16 @@ impl Lanes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_worker_is_made_near_the_descriptor_limit() {
+        assert_eq!(short_of(1024, 100), None);
+        assert_eq!(short_of(256, 256 - WORKER_DESCRIPTORS), None);
+        let short = short_of(256, 250).unwrap();
+        assert!(short.contains("6 of 256 file descriptors left"), "{short}");
+        assert!(short_of(256, 300).unwrap().contains("0 of 256"));
+        assert_eq!(descriptors_short(), None, "this test process is far from its limit");
+    }
 
     #[test]
     fn transports_are_read_from_the_lane_lines_of_a_description() {

@@ -156,7 +156,10 @@ impl Socket {
     /// Makes the socket blocking, so that [`recv_parts`] can wait in the kernel. Nothing else
     /// here waits either way.
     pub fn set_blocking(&self) -> io::Result<()> {
-        self.inner.set_nonblocking(false)
+        // One `ioctl` (`FIONBIO`) where `fcntl` takes two (read the flags, write them back).
+        let off: c_int = 0;
+        // SAFETY: FIONBIO reads one `int` from the live local.
+        cvt(unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONBIO, &off as *const c_int) }).map(|_| ())
     }
 
     /// The unread urgent byte (`recv` with `MSG_OOB`): `Ok(None)` if there is none (never

@@ -50,7 +50,6 @@ use super::link::Link;
 use super::negotiation::{Negotiation, TcpReason};
 use super::protocol::Role;
 use super::readiness::Key;
-use super::spin::Governor;
 use super::stream::{RxState, TxState};
 use crate::config::Settings;
 use crate::net::poller;
@@ -139,17 +138,12 @@ pub struct Conn {
     keys: Mutex<Vec<Weak<Key>>>,
     key_count: AtomicUsize,
     weak: Weak<Conn>,
-    /// Whether busy-polling the socket before a blocking read waits in the kernel has been
-    /// paying off (see `read::read_in_kernel`).
-    kernel_spin: Governor,
 }
 
 impl Conn {
     fn with_state(state: State) -> Arc<Conn> {
-        let spin_ns = state.settings.spin_ns;
         let conn = Arc::new_cyclic(|weak| Conn {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
-            kernel_spin: Governor::new(spin_ns),
             state: Mutex::new(state),
             closed: AtomicBool::new(false),
             watched: AtomicBool::new(false),
@@ -345,7 +339,7 @@ impl Conn {
             state.phase = Phase::Failed;
             return Err(Error::new(Status::TimedOut, "Connect timed out"));
         }
-        self.finish_connect(true)
+        self.complete_connect(true, true)
     }
 
     /// Waits for a pending connect to settle without binding the connection to a hub, so that
@@ -396,6 +390,11 @@ impl Conn {
 
     /// Completes a pending connect: `Ok(true)` connected, `Ok(false)` still pending.
     pub fn finish_connect(&self, blocking: bool) -> Result<bool> {
+        self.complete_connect(blocking, false)
+    }
+
+    /// [`Conn::finish_connect`]; `polled`: a wait of this thread saw the socket settle.
+    fn complete_connect(&self, blocking: bool, mut polled: bool) -> Result<bool> {
         loop {
             {
                 let mut state = self.lock();
@@ -408,11 +407,15 @@ impl Conn {
                     Phase::Connecting => {}
                 }
                 // The socket's error is asked for only once poll reports the connect done
-                // (writable, failed or hung up), as the kernel's channels do.
+                // (writable, failed or hung up), as the kernel's channels do; where the wait
+                // just saw it so, it is not asked again.
                 let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-                let revents = poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
-                    .map_err(|e| Error::io("poll", &e))?;
-                if revents[0] & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0 {
+                let done = std::mem::take(&mut polled) && state.io.writable
+                    || poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
+                        .map_err(|e| Error::io("poll", &e))?[0]
+                        & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP)
+                        != 0;
+                if done {
                     if let Some(error) = socket.take_error().map_err(|e| Error::io("connect", &e))? {
                         state.phase = Phase::Failed;
                         return Err(Error::io("", &error));
@@ -427,7 +430,7 @@ impl Conn {
                     return Ok(false);
                 }
             }
-            self.wait_connect(None)?;
+            polled = self.wait_connect(None)?;
         }
     }
 

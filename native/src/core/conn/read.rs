@@ -15,7 +15,7 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Next};
-use crate::core::spin;
+use crate::core::spin::{self, Governor};
 use crate::net::socket::{recv_parts, Socket, MAX_PARTS};
 use crate::stats::{self, Counter};
 
@@ -179,8 +179,7 @@ impl Conn {
     /// good, and nothing is held back or due ahead of the socket's next bytes.
     fn reads_in_kernel(state: &State) -> bool {
         state.phase == Phase::Connected
-            && state.neg.as_deref().is_some_and(Negotiation::settled_plain)
-            && state.link.is_none()
+            && Self::plain_for_good(state)
             && state.socket.is_some()
             && state.rx.inbox.is_empty()
             && !state.rx.pass_due
@@ -214,11 +213,12 @@ impl Conn {
         }
         let parts = &mut parts[..count];
         state.kernel.inside += 1;
+        let governor = kernel_spin(state.settings.spin_ns);
         drop(state);
         // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
         // defers its close until then).
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
-        let received = match self.spin_recv(fd, parts) {
+        let received = match self.spin_recv(governor, fd, parts) {
             Some(received) => received,
             None => recv_parts(fd, parts, true),
         };
@@ -238,9 +238,18 @@ impl Conn {
                 stats::add(Counter::BytesReceivedTcp, n as u64);
                 Ok(n)
             }
-            // The end of the stream, a shut-down input or a close: the usual path reads the
-            // socket again and finds which.
-            Ok(_) => Ok(0),
+            // The peer's end of the stream, taken as the usual path takes it (without asking the
+            // socket again), unless this side shut the input down or closed (the wake-up of a
+            // `shutdownInput` or `close`): the usual path reports those.
+            Ok(_) => {
+                if !self.is_closed() && !state.input_shutdown {
+                    state.rx.eof = true;
+                    if let Some(neg) = &mut state.neg {
+                        neg.on_eof();
+                    }
+                }
+                Ok(0)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(0),
             Err(e) => Self::recv_failed(&mut state, e).map(|()| 0),
         };
@@ -250,8 +259,8 @@ impl Conn {
     /// Busy-polls the socket for up to the spin window, where spinning pays and while a core is
     /// free for it. `Some`: what a receive found (bytes, the end of the stream, a failure), or
     /// nothing if the channel was closed meanwhile; `None`: go on to wait.
-    fn spin_recv(&self, fd: BorrowedFd<'_>, parts: &mut [IoSliceMut<'_>]) -> Option<std::io::Result<usize>> {
-        let window = self.kernel_spin.window()?;
+    fn spin_recv(&self, governor: &Governor, fd: BorrowedFd<'_>, parts: &mut [IoSliceMut<'_>]) -> Option<std::io::Result<usize>> {
+        let window = governor.window()?;
         let _permit = spin::permit()?;
         let start = Instant::now();
         let mut checked = start;
@@ -260,7 +269,7 @@ impl Conn {
             match recv_parts(fd, parts, false) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 received => {
-                    self.kernel_spin.caught();
+                    governor.caught();
                     return Some(received);
                 }
             }
@@ -269,13 +278,13 @@ impl Conn {
             }
             let now = Instant::now();
             if now.duration_since(start) >= window {
-                self.kernel_spin.missed();
+                governor.missed();
                 return None;
             }
             if now.duration_since(checked) >= spin::RECHECK {
                 checked = now;
                 if !spin::core_free() {
-                    self.kernel_spin.missed();
+                    governor.missed();
                     return None;
                 }
             }
@@ -431,4 +440,14 @@ impl Conn {
             || state.tx_error.is_some()
             || state.link.as_ref().is_some_and(|l| l.endpoint_error().is_some())
     }
+}
+
+/// Whether busy-polling before a plain blocking read waits in the kernel has been paying off, for
+/// all such reads of the process together: a thread-per-connection server's connections, or a
+/// client that opens one per request, read a few times each, too few for a score of their own
+/// (every new connection's first read would spin, and ask the kernel whether a core is free),
+/// and their peers answer alike.
+fn kernel_spin(spin_ns: u64) -> &'static Governor {
+    static GOVERNOR: OnceLock<Governor> = OnceLock::new();
+    GOVERNOR.get_or_init(|| Governor::new(spin_ns))
 }

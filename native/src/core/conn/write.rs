@@ -195,7 +195,7 @@ impl Conn {
     }
 
     /// Whether the connection is plain TCP for good, with no UCX link.
-    fn plain_for_good(state: &State) -> bool {
+    pub(super) fn plain_for_good(state: &State) -> bool {
         state.neg.as_deref().is_some_and(Negotiation::settled_plain) && state.link.is_none()
     }
 

@@ -25,8 +25,8 @@ import java.util.TreeSet;
  * nothing from the peer's host before it fails (0: the kernel's TCP defaults)</td></tr>
  * <tr><td>hadronio.spareWorkers</td><td>4</td><td>UCX workers of closed blocking channels kept
  * for reuse</td></tr>
- * <tr><td>hadronio.blockingWorkers</td><td>16</td><td>UCX workers the channels used in blocking
- * mode share at most (one each until there are that many)</td></tr>
+ * <tr><td>hadronio.blockingWorkers</td><td>2 per core, 4..16</td><td>UCX workers the channels used
+ * in blocking mode share at most (one each until there are that many)</td></tr>
  * <tr><td>hadronio.transport</td><td>ucx</td><td>{@code ucx} (upgrade) or {@code tcp} (never)</td></tr>
  * <tr><td>hadronio.ucx.library</td><td>bundled</td><td>{@code bundled} or {@code system} UCX</td></tr>
  * <tr><td>hadronio.native.directory</td><td></td><td>load the native libraries from here</td></tr>
@@ -104,7 +104,8 @@ public final class Config {
         String rulesText = System.getProperty(RULES);
         rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
-        blockingWorkers = integer(BLOCKING_WORKERS, 16, 1, 4096);
+        // 0: unset, the native side counts the cores (2 workers per core, 4..16).
+        blockingWorkers = integer(BLOCKING_WORKERS, 0, 1, 4096);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
         systemUcx = systemUcxSetting();
         ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
