@@ -128,6 +128,14 @@ pub struct RxState {
     pub reset: bool,
 }
 
+impl RxState {
+    /// A read found the end of the peer's TCP stream.
+    pub fn ended(&mut self, neg: &mut Negotiation) {
+        self.eof = true;
+        neg.on_eof();
+    }
+}
+
 /// What a read did.
 #[derive(Default, Debug)]
 pub struct Read {
@@ -257,10 +265,7 @@ pub fn read<W: Wire>(
                 return Ok(read);
             }
             Ok(Step::Stop) => return Ok(read),
-            Ok(Step::Eof) => {
-                rx.eof = true;
-                neg.on_eof();
-            }
+            Ok(Step::Eof) => rx.ended(neg),
             Err(Failure::Io(e)) if blocked(&e) => {
                 read.blocked = true;
                 return Ok(read);
@@ -390,10 +395,7 @@ fn pass<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState) -> io::Resul
         return Ok(false);
     }
     match rx.inbox.fill(wire, INBOX_LIMIT) {
-        Ok(0) => {
-            rx.eof = true;
-            neg.on_eof();
-        }
+        Ok(0) => rx.ended(neg),
         Ok(_) => {}
         Err(e) if blocked(&e) => {}
         Err(e) => return Err(e),

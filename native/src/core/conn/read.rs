@@ -243,9 +243,9 @@ impl Conn {
             // `shutdownInput` or `close`): the usual path reports those.
             Ok(_) => {
                 if !self.is_closed() && !state.input_shutdown {
-                    state.rx.eof = true;
-                    if let Some(neg) = &mut state.neg {
-                        neg.on_eof();
+                    let st = &mut *state;
+                    if let Some(neg) = &mut st.neg {
+                        st.rx.ended(neg);
                     }
                 }
                 Ok(0)
