@@ -473,6 +473,12 @@ impl Conn {
         self.lock().link.as_ref().map(|link| link.slot_count())
     }
 
+    /// Bytes written and waiting in staging, and the credits left for UCX messages to the peer
+    /// (`None` while the connection has no link).
+    pub fn tx_backlog(&self) -> Option<(usize, u64)> {
+        self.lock().link.as_ref().map(|link| link.tx_backlog())
+    }
+
     /// Which path the connection took and why, plus UCX's description of its endpoint.
     pub fn describe(&self) -> String {
         let state = self.lock();

@@ -242,6 +242,7 @@ impl Conn {
         let mut polled = false;
         loop {
             let mut key = None;
+            let mut credit_deadline = None;
             let hub = {
                 let mut state = self.lock();
                 if let Some(link) = &mut state.link {
@@ -319,6 +320,8 @@ impl Conn {
                 if blocking {
                     let hub = self.ensure_bound(&mut state)?;
                     key = Some(state.id);
+                    // A writer that waits for credits stages after all at the deadline.
+                    credit_deadline = state.link.as_ref().and_then(|l| l.credit_deadline()).filter(|d| *d > Instant::now());
                     Some(hub)
                 } else {
                     self.hub.get().cloned()
@@ -331,7 +334,7 @@ impl Conn {
                     polled = true;
                 }
                 Some(hub) => {
-                    hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), None);
+                    hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), credit_deadline);
                 }
             }
         }

@@ -147,10 +147,17 @@ struct Peer {
 }
 
 /// Smallest write that goes as a BODY straight from the caller's memory (and at least two slots).
-/// A BODY waits for the reader (UCX's rendezvous); smaller writes are copied into staging and the
-/// writer goes on at once, as with the kernel's send buffer, so that both directions of a stream
-/// flow at the same time.
+/// A BODY waits for the reader (UCX's rendezvous); smaller writes go in slot messages, which UCX
+/// copies into the peer's ring at once, so that both directions of a stream flow at the same
+/// time. A slot message without a credit is copied into staging first and the writer goes on, as
+/// with the kernel's send buffer; a blocking writer with whole slots left waits for the credit
+/// instead, up to [`CREDIT_WAIT`] (one copy fewer of every byte of a stream).
 const LARGE_MIN: usize = 256 * 1024;
+
+/// How long a blocking writer with whole slots left waits for a credit before it copies them into
+/// staging after all: a peer that keeps reading returns credits within microseconds, one that
+/// does not read gets the same buffering as before the wait.
+pub const CREDIT_WAIT: Duration = Duration::from_millis(5);
 
 /// Largest BODY message this side accepts (announced in ADDR).
 pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
@@ -207,6 +214,9 @@ pub struct Link {
     staged: VecDeque<Box<SendBuf>>,
     staged_bytes: usize,
     send_buffer: usize,
+    /// Since when a blocking write waits for the peer's credits rather than copy whole slots
+    /// into staging.
+    credit_wait: Option<Instant>,
     spare: Vec<Box<SendBuf>>,
     credit: Box<CreditSend>,
     credit_wanted: bool,
@@ -261,6 +271,7 @@ impl Link {
             staged: VecDeque::new(),
             staged_bytes: 0,
             send_buffer: send_buffer as usize,
+            credit_wait: None,
             spare: Vec::new(),
             credit,
             credit_wanted: false,

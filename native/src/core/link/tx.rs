@@ -17,8 +17,12 @@ impl Link {
     // --- sending ------------------------------------------------------------------------------
 
 
-    /// Whether a write could take at least one byte now.
+    /// Whether a write could take at least one byte now; while a blocking write waits for
+    /// credits, whether one came.
     pub fn writable(&self) -> bool {
+        if self.credit_wait.is_some_and(|since| since.elapsed() < CREDIT_WAIT) {
+            return self.tx.available() > 0 || self.shared.peer_consumed.load(Ordering::Acquire) > self.tx.peer_consumed();
+        }
         self.peer.is_some() && (self.staged_bytes < self.send_buffer.max(1) || self.staged.is_empty())
     }
 
@@ -56,7 +60,8 @@ impl Link {
 
     /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
     /// `blocking`, a large piece may be sent straight from the caller's memory: the call then
-    /// returns with [`Link::user_tx_pending`] set and the caller must wait for it.
+    /// returns with [`Link::user_tx_pending`] set and the caller must wait for it; and whole
+    /// slots that find no credit are left in `src` ([`Link::writable`] says when to go on).
     pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
         let Some(peer) = self.peer else { return Ok(0) };
         let worker = self.lane.worker.clone();
@@ -90,6 +95,14 @@ impl Link {
                     }
                 }
             }
+            if blocking && self.staged.is_empty() && self.tx.available() == 0 && src.remaining() >= peer.slot_len {
+                // Whole slots of a blocking write wait for the peer's credits and then go from
+                // the caller's memory to UCX: staging them would copy every byte once more.
+                let since = *self.credit_wait.get_or_insert_with(Instant::now);
+                if since.elapsed() < CREDIT_WAIT {
+                    break;
+                }
+            }
             if !self.stage(src, peer) {
                 break;
             }
@@ -98,7 +111,7 @@ impl Link {
             }
         }
         self.post_staged(&lock)?;
-        if self.tx.available() == 0 && self.staged.back().is_some_and(|b| !b.posted) {
+        if self.tx.available() == 0 && (self.credit_wait.is_some() || self.staged.back().is_some_and(|b| !b.posted)) {
             stats::count(Counter::CreditStalls);
         }
         let written = src.moved() - start;
@@ -272,6 +285,16 @@ impl Link {
         Ok(())
     }
 
+    /// Bytes waiting in staging buffers, and the credits left for sending.
+    pub fn tx_backlog(&self) -> (usize, u64) {
+        (self.staged_bytes, self.tx.available())
+    }
+
+    /// Until when a blocking writer waits for a credit rather than stage (see [`CREDIT_WAIT`]).
+    pub fn credit_deadline(&self) -> Option<Instant> {
+        self.credit_wait.map(|since| since + CREDIT_WAIT)
+    }
+
     /// Returns completed staging buffers to the spare list.
     pub(super) fn recycle(&mut self, lock: &WorkerLock<'_>) {
         let mut i = 0;
@@ -305,6 +328,7 @@ impl Link {
         let reported = self.shared.peer_consumed.load(Ordering::Acquire);
         if reported > self.tx.peer_consumed() {
             self.tx.on_consumed(reported)?;
+            self.credit_wait = None;
         }
         self.post_staged(lock)?;
         if self.credit_wanted {
