@@ -157,7 +157,7 @@ const LARGE_MIN: usize = 256 * 1024;
 /// How long a blocking writer with whole slots left waits for a credit before it copies them into
 /// staging after all: a peer that keeps reading returns credits within microseconds, one that
 /// does not read gets the same buffering as before the wait.
-pub const CREDIT_WAIT: Duration = Duration::from_millis(5);
+const CREDIT_WAIT: Duration = Duration::from_millis(5);
 
 /// Largest BODY message this side accepts (announced in ADDR).
 pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
