@@ -50,6 +50,19 @@ struct Record {
     touched: Instant,
 }
 
+impl Record {
+    /// What the record says of the address, once enough connections in a row showed it.
+    fn says(&self) -> Option<Outcome> {
+        if self.plain >= PLAIN_AFTER {
+            Some(Outcome::Plain)
+        } else if self.short >= SHORT_AFTER {
+            Some(Outcome::Short)
+        } else {
+            None
+        }
+    }
+}
+
 /// The records, by server address.
 pub struct Peers {
     records: Mutex<HashMap<SocketAddr, Record>>,
@@ -74,12 +87,10 @@ impl Peers {
             records.remove(&server);
             return Ok(());
         }
-        let reason = if record.plain >= PLAIN_AFTER {
-            TcpReason::PlainPeer
-        } else if record.short >= SHORT_AFTER {
-            TcpReason::Other
-        } else {
-            return Ok(());
+        let reason = match record.says() {
+            Some(Outcome::Plain) => TcpReason::PlainPeer,
+            Some(_) => TcpReason::Other,
+            None => return Ok(()),
         };
         record.skipped += 1;
         if record.skipped >= record.gap {
@@ -122,12 +133,12 @@ impl Peers {
         record.touched = now;
         // An outcome that finds the address as recorded (a sample's, as a rule) widens the gap;
         // one that changes what the record says starts it over.
+        let settled = record.says() == Some(outcome);
         let (same, other) = match outcome {
             Outcome::Plain => (&mut record.plain, &mut record.short),
             Outcome::Short => (&mut record.short, &mut record.plain),
             Outcome::Upgrading => return,
         };
-        let settled = *same >= if outcome == Outcome::Plain { PLAIN_AFTER } else { SHORT_AFTER };
         *same = same.saturating_add(1);
         *other = 0;
         record.gap = if settled { (record.gap * 2).min(SAMPLE_MAX) } else { SAMPLE_EVERY };
