@@ -14,12 +14,20 @@ use super::Status;
 /// worker's lock held, and must only note that something happened.
 pub trait Wake: Send + Sync {
     fn wake(&self);
+
+    /// An operation started with a [`Completion::on_demand`] record completed: wakes only if the
+    /// owner asked to hear of it (by default, always).
+    fn wake_on_demand(&self) {
+        self.wake();
+    }
 }
 
 /// The outcome of one operation: whether it ended, its status and, for a tagged receive, the
 /// message's tag and length.
 pub struct Completion {
     waker: Option<NonNull<dyn Wake>>,
+    /// Whether completing calls [`Wake::wake_on_demand`] rather than [`Wake::wake`].
+    on_demand: bool,
     done: AtomicBool,
     status: AtomicI8,
     tag: AtomicU64,
@@ -39,6 +47,7 @@ impl Completion {
     pub fn new(waker: *const dyn Wake, done: bool) -> Completion {
         Completion {
             waker: NonNull::new(waker as *mut dyn Wake),
+            on_demand: false,
             done: AtomicBool::new(done),
             status: AtomicI8::new(0),
             tag: AtomicU64::new(0),
@@ -46,10 +55,17 @@ impl Completion {
         }
     }
 
+    /// A record, not done, whose completion tells `waker` through [`Wake::wake_on_demand`]: for
+    /// operations whose end the owner usually learns of when it next looks.
+    pub fn on_demand(waker: *const dyn Wake) -> Completion {
+        Completion { on_demand: true, ..Completion::new(waker, false) }
+    }
+
     /// A record that wakes nobody, done (for an owner with nothing in flight).
     pub fn idle() -> Completion {
         Completion {
             waker: None,
+            on_demand: false,
             done: AtomicBool::new(true),
             status: AtomicI8::new(0),
             tag: AtomicU64::new(0),
@@ -95,7 +111,12 @@ impl Completion {
         self.done.store(true, Ordering::Release);
         if let Some(waker) = self.waker {
             // SAFETY: as the caller guarantees.
-            unsafe { waker.as_ref() }.wake();
+            let waker = unsafe { waker.as_ref() };
+            if self.on_demand {
+                waker.wake_on_demand();
+            } else {
+                waker.wake();
+            }
         }
     }
 
@@ -168,5 +189,39 @@ mod tests {
         assert!(completion.is_done() && completion.status().0 == 0);
         assert_eq!(owner.0.load(Ordering::Relaxed), 2);
         assert!(Completion::idle().is_done());
+    }
+
+    /// Counts only the wakes it asked for.
+    struct Asking {
+        wanted: AtomicBool,
+        woken: AtomicUsize,
+    }
+
+    impl Wake for Asking {
+        fn wake(&self) {
+            self.woken.fetch_add(1, Ordering::Relaxed);
+        }
+
+        fn wake_on_demand(&self) {
+            if self.wanted.load(Ordering::Relaxed) {
+                self.wake();
+            }
+        }
+    }
+
+    #[test]
+    fn an_on_demand_record_wakes_only_an_owner_that_asked() {
+        let owner = Asking { wanted: AtomicBool::new(false), woken: AtomicUsize::new(0) };
+        let completion = Completion::on_demand(&owner as &dyn Wake);
+        assert!(!completion.is_done());
+        // SAFETY: the record and its owner outlive the calls.
+        unsafe { sent(std::ptr::null_mut(), 0, completion.as_user_data()) };
+        assert!(completion.is_done());
+        assert_eq!(owner.woken.load(Ordering::Relaxed), 0);
+        owner.wanted.store(true, Ordering::Relaxed);
+        completion.start();
+        // SAFETY: as above.
+        unsafe { sent(std::ptr::null_mut(), 0, completion.as_user_data()) };
+        assert_eq!(owner.woken.load(Ordering::Relaxed), 1);
     }
 }

@@ -76,11 +76,26 @@ pub struct Shared {
     /// The token of the last pong, and whether one came.
     pong: AtomicU64,
     ponged: AtomicBool,
+    /// Whether a thread waits for staged sends to complete (for room in staging): only then
+    /// does their completion touch the link. Set and cleared under the connection's lock.
+    tx_wanted: AtomicBool,
 }
 
 impl Wake for Shared {
     fn wake(&self) {
         self.touch();
+    }
+
+    /// A staged send completed. Its buffer is recycled when the link is next used, which for a
+    /// busy connection is soon: touching the link for it would cost an event (the connection's
+    /// state, its keys) per message where the peer's receive queue is full and sends queue in UCX.
+    fn wake_on_demand(&self) {
+        // Pairs with the fence in `Link::writable`: either the waiter sees the send done, or
+        // this sees that it waits.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.tx_wanted.load(Ordering::Relaxed) {
+            self.touch();
+        }
     }
 }
 
@@ -249,6 +264,7 @@ impl Link {
                 pinged: AtomicBool::new(false),
                 pong: AtomicU64::new(0),
                 ponged: AtomicBool::new(false),
+                tx_wanted: AtomicBool::new(false),
             }
         });
         let credit = Box::new(CreditSend {

@@ -23,7 +23,23 @@ impl Link {
         if self.credit_wait.is_some_and(|since| since.elapsed() < CREDIT_WAIT) {
             return self.tx.available() > 0 || self.shared.peer_consumed.load(Ordering::Acquire) > self.tx.peer_consumed();
         }
-        self.peer.is_some() && (self.staged_bytes < self.send_buffer.max(1) || self.staged.is_empty())
+        if self.peer.is_none() {
+            return false;
+        }
+        if self.staging_has_room() {
+            return true;
+        }
+        // Staged sends complete quietly unless someone waits (see `Shared::wake_on_demand`).
+        self.shared.tx_wanted.store(true, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::SeqCst);
+        self.staging_has_room()
+    }
+
+    /// Whether staging takes more bytes: the bytes of staged messages not yet sent (completed
+    /// sends count as gone even before their buffers are recycled) are below the send buffer.
+    fn staging_has_room(&self) -> bool {
+        let unsent: usize = self.staged.iter().filter(|b| !(b.posted && b.status.is_done())).map(|b| b.data.len()).sum();
+        unsent == 0 || unsent < self.send_buffer.max(1)
     }
 
     /// Messages sent or staged: the count the peer must consume before end of stream.
@@ -50,7 +66,7 @@ impl Link {
 
     /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
-        self.staged.is_empty() && self.large_tx.is_none() && self.credit.status.is_done()
+        self.staged.iter().all(|b| b.posted && b.status.is_done()) && self.large_tx.is_none() && self.credit.status.is_done()
     }
 
     /// The tag of our next slot message.
@@ -242,7 +258,7 @@ impl Link {
         let owner = waker(&self.shared);
         let mut buf = self.spare.pop().unwrap_or_else(|| {
             Box::new(SendBuf {
-                status: Completion::new(owner, false),
+                status: Completion::on_demand(owner),
                 data: Vec::with_capacity(peer.slot_len),
                 posted: false,
                 request: None,
@@ -313,6 +329,9 @@ impl Link {
             } else {
                 i += 1;
             }
+        }
+        if self.staged.is_empty() {
+            self.shared.tx_wanted.store(false, Ordering::Relaxed);
         }
     }
 
