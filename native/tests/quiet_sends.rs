@@ -3,7 +3,7 @@
 //!
 //! With hundreds of connections each keeping a message in flight, the peer's shared-memory ring
 //! (128 messages) is full most of the time and most sends wait in UCX. An event per completed
-//! send (the connection's state, its keys) cost netty echo at 4000 connections about a quarter
+//! send (the connection's state, its keys) cost netty echo at 4000 connections about a seventh
 //! of its CPU; the buffers are now recycled when the link is next used. A channel registered for
 //! OP_WRITE while its staging is full, and a blocking writer, must still hear when the sends went.
 
