@@ -146,6 +146,13 @@ struct SendBuf {
     request: Option<Request>,
 }
 
+impl SendBuf {
+    /// Whether the message was handed to UCX and UCX is done with it (the buffer may be reused).
+    fn sent(&self) -> bool {
+        self.posted && self.status.is_done()
+    }
+}
+
 /// A credit message in flight (its header must stay valid until it completes).
 struct CreditSend {
     status: Completion,

@@ -21,7 +21,7 @@ impl Link {
     /// credits, whether one came.
     pub fn writable(&self) -> bool {
         if self.credit_wait.is_some_and(|since| since.elapsed() < CREDIT_WAIT) {
-            return self.tx.available() > 0 || self.shared.peer_consumed.load(Ordering::Acquire) > self.tx.peer_consumed();
+            return self.tx.available() > 0 || self.reported_credit().is_some();
         }
         if self.peer.is_none() {
             return false;
@@ -35,11 +35,22 @@ impl Link {
         self.staging_has_room()
     }
 
-    /// Whether staging takes more bytes: the bytes of staged messages not yet sent (completed
-    /// sends count as gone even before their buffers are recycled) are below the send buffer.
+    /// Whether staging takes more bytes: its unsent bytes are below the send buffer.
     fn staging_has_room(&self) -> bool {
-        let unsent: usize = self.staged.iter().filter(|b| !(b.posted && b.status.is_done())).map(|b| b.data.len()).sum();
+        let unsent = self.unsent_staged();
         unsent == 0 || unsent < self.send_buffer.max(1)
+    }
+
+    /// Bytes of staged messages not yet sent: completed sends count as gone even before their
+    /// buffers are recycled (when the link is next used).
+    fn unsent_staged(&self) -> usize {
+        self.staged.iter().filter(|b| !b.sent()).map(|b| b.data.len()).sum()
+    }
+
+    /// The consumed count the peer reported since the credits were last taken, if it did.
+    fn reported_credit(&self) -> Option<u64> {
+        let reported = self.shared.peer_consumed.load(Ordering::Acquire);
+        (reported > self.tx.peer_consumed()).then_some(reported)
     }
 
     /// Messages sent or staged: the count the peer must consume before end of stream.
@@ -66,7 +77,7 @@ impl Link {
 
     /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
-        self.staged.iter().all(|b| b.posted && b.status.is_done()) && self.large_tx.is_none() && self.credit.status.is_done()
+        self.staged.iter().all(|b| b.sent()) && self.large_tx.is_none() && self.credit.status.is_done()
     }
 
     /// The tag of our next slot message.
@@ -301,9 +312,9 @@ impl Link {
         Ok(())
     }
 
-    /// Bytes waiting in staging buffers, and the credits left for sending.
+    /// Bytes waiting in staging buffers (not yet sent), and the credits left for sending.
     pub fn tx_backlog(&self) -> (usize, u64) {
-        (self.staged_bytes, self.tx.available())
+        (self.unsent_staged(), self.tx.available())
     }
 
     /// Until when a blocking writer waits for a credit rather than stage (see [`CREDIT_WAIT`]).
@@ -316,7 +327,7 @@ impl Link {
         let mut i = 0;
         while i < self.staged.len() {
             let buf = &self.staged[i];
-            if buf.posted && buf.status.is_done() {
+            if buf.sent() {
                 if let Some(mut buf) = self.staged.remove(i) {
                     if let Some(request) = buf.request.take() {
                         request.free(lock);
@@ -344,8 +355,7 @@ impl Link {
     }
 
     pub(super) fn flush_locked(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
-        let reported = self.shared.peer_consumed.load(Ordering::Acquire);
-        if reported > self.tx.peer_consumed() {
+        if let Some(reported) = self.reported_credit() {
             self.tx.on_consumed(reported)?;
             self.credit_wait = None;
         }
