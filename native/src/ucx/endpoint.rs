@@ -12,7 +12,7 @@ use ucx1_sys as sys;
 
 use super::completion::{self, Completion};
 use super::request::{send_cb, SendCallback};
-use super::{check, decode_ptr, PtrStatus, Result, Start, Status, UcxError, Worker, WorkerLock};
+use super::{check, decode_ptr, PtrStatus, Result, Source, Start, Status, UcxError, Worker, WorkerLock};
 
 /// What an endpoint's error handler gets: the UCX status the endpoint failed with. It runs
 /// inside [`WorkerLock::progress`] and must only note the failure.
@@ -140,6 +140,36 @@ impl Endpoint {
             PtrStatus::Done => Ok(Some(Start::Done(()))),
             PtrStatus::Pending(request) => Ok(Some(Start::Pending(request))),
             PtrStatus::Failed(Status::NO_RESOURCE) if immediate_only => Ok(None),
+            PtrStatus::Failed(status) => Err(UcxError { call: "ucp_tag_send_nbx", status }),
+        }
+    }
+
+    /// Sends the bytes `source` points at with `tag` (one slot message); `done` is filled in when
+    /// a send that did not complete at once does. UCX packs the bytes when it sends them: at once
+    /// if there is room for them, else later from wherever `source` points then (see
+    /// [`super::Source`]).
+    ///
+    /// # Safety
+    /// `source` must point at valid bytes for this call and, unless `Done` is returned, `source`
+    /// and the bytes it points at (pointed elsewhere only under this worker's lock) must stay
+    /// valid and unchanged, and `done` and its waker valid, until the send completed.
+    pub unsafe fn tag_send_source(&self, lock: &WorkerLock<'_>, source: &Source, tag: u64, done: &Completion) -> Result<Start<()>> {
+        debug_assert!(ptr::eq(lock.worker, &*self.worker));
+        let datatype = super::source::datatype()?;
+        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
+            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_DATATYPE as u32;
+        param.cb.send = send_cb(completion::sent);
+        param.user_data = done.as_user_data();
+        param.datatype = datatype;
+        let buffer = source as *const Source as *const c_void;
+        // SAFETY: the endpoint is valid and its worker is locked; the caller guarantees the source.
+        let ptr = unsafe { sys::ucp_tag_send_nbx(self.handle, buffer, source.len() as sys::size_t, tag, &param) };
+        match decode_ptr(ptr) {
+            PtrStatus::Done => Ok(Start::Done(())),
+            PtrStatus::Pending(request) => Ok(Start::Pending(request)),
             PtrStatus::Failed(status) => Err(UcxError { call: "ucp_tag_send_nbx", status }),
         }
     }

@@ -1,5 +1,6 @@
 //! Safe owners of UCX handles: [`Context`] → [`Worker`] → [`Endpoint`], one file each, with
-//! requests (`request.rs`), completion records (`completion.rs`) and active messages (`am.rs`).
+//! requests (`request.rs`), completion records (`completion.rs`), active messages (`am.rs`) and the
+//! sources sends pack their bytes from (`source.rs`).
 //!
 //! This is the only module that calls `ucx1_sys`. Every handle has exactly one owner whose `Drop`
 //! completes or cancels what is still pending before releasing it, and every child keeps its parent
@@ -16,6 +17,7 @@ mod context;
 mod endpoint;
 pub mod logging;
 mod request;
+mod source;
 mod worker;
 
 pub use am::AmHandler;
@@ -23,6 +25,7 @@ pub use completion::{Completion, Wake};
 pub use context::{shared_memory_layout, Context};
 pub use endpoint::{check_worker_address, Endpoint, ErrorHandler};
 pub use request::{Request, Start};
+pub use source::Source;
 pub use worker::{Worker, WorkerLock};
 
 use std::fmt;

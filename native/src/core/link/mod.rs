@@ -138,10 +138,14 @@ impl Shared {
     }
 }
 
-/// A staging buffer: bytes copied from the application, waiting for credits or for UCX.
+/// A staging buffer: bytes copied from the application, waiting for credits or for UCX; or a
+/// send from the application's memory that UCX is packing or had to queue (see
+/// [`Link::send_direct`]).
 struct SendBuf {
     status: Completion,
     data: Vec<u8>,
+    /// Where a send from the application's memory reads its bytes: there, then `data`.
+    source: ucx::Source,
     posted: bool,
     request: Option<Request>,
 }

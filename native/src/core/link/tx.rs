@@ -116,7 +116,7 @@ impl Link {
                     }
                 }
                 if let Some((addr, len)) = src.chunk(message) {
-                    if len == message && self.send_immediate(&lock, peer, addr, len)? {
+                    if len == message && (self.send_immediate(&lock, peer, addr, len)? || self.send_direct(&lock, peer, addr, len)?) {
                         src.advance(len);
                         continue;
                     }
@@ -252,6 +252,52 @@ impl Link {
         }
     }
 
+    /// Sends one slot message from the caller's memory, which UCX copies into the peer's ring if
+    /// it has room; a message UCX queues is copied into a staging buffer, and UCX sends it from
+    /// there. `Ok(false)` if staging has no room for such a copy (nothing sent).
+    pub(super) fn send_direct(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+        let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
+        if !self.staging_has_room() {
+            return Ok(false);
+        }
+        let tag = self.tag(peer);
+        let mut buf = fresh_buf(&mut self.spare, &self.shared, peer);
+        buf.source.point_at(addr as *const u8, len);
+        // SAFETY: the source points at caller memory valid for this call; if UCX keeps the send,
+        // it is pointed at the boxed copy below before this returns (under the worker's lock),
+        // and the box stays in `staged` until the send completed (or teardown closed the
+        // endpoint, which completes it).
+        let started = unsafe { ep.tag_send_source(lock, &buf.source, tag, &buf.status) };
+        match started {
+            Ok(Start::Done(())) => {
+                buf.status.finish();
+                self.keep_spare(buf);
+            }
+            Ok(Start::Pending(request)) => {
+                // SAFETY: the caller's memory is valid for this call.
+                buf.data.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+                buf.source.point_at(buf.data.as_ptr(), len);
+                buf.posted = true;
+                buf.request = Some(request);
+                self.staged_bytes += len;
+                self.staged.push_back(buf);
+            }
+            Err(e) => {
+                buf.status.finish();
+                return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
+            }
+        }
+        self.tx.on_sent();
+        Ok(true)
+    }
+
+    /// Keeps a buffer whose send is over for the next one (two at most).
+    fn keep_spare(&mut self, buf: Box<SendBuf>) {
+        if self.spare.len() < 2 {
+            self.spare.push(buf);
+        }
+    }
+
     /// Copies bytes from `src` into staging; `false` if the send buffer is full.
     pub(super) fn stage(&mut self, src: &mut Cursor<'_>, peer: Peer) -> bool {
         if let Some(tail) = self.staged.back_mut() {
@@ -266,18 +312,7 @@ impl Link {
         if !self.staged.is_empty() && self.staged_bytes + peer.slot_len > self.send_buffer {
             return false;
         }
-        let owner = waker(&self.shared);
-        let mut buf = self.spare.pop().unwrap_or_else(|| {
-            Box::new(SendBuf {
-                status: Completion::on_demand(owner),
-                data: Vec::with_capacity(peer.slot_len),
-                posted: false,
-                request: None,
-            })
-        });
-        buf.data.clear();
-        buf.posted = false;
-        buf.status.start();
+        let mut buf = fresh_buf(&mut self.spare, &self.shared, peer);
         // SAFETY: the source regions are caller memory valid for this call.
         let copied = unsafe { src.drain_append(&mut buf.data, peer.slot_len) };
         self.staged_bytes += copied;
@@ -333,9 +368,7 @@ impl Link {
                         request.free(lock);
                     }
                     self.staged_bytes -= buf.data.len();
-                    if self.spare.len() < 2 {
-                        self.spare.push(buf);
-                    }
+                    self.keep_spare(buf);
                 }
             } else {
                 i += 1;
@@ -365,4 +398,21 @@ impl Link {
         }
         Ok(())
     }
+}
+
+/// An empty staging buffer of a link (its `spare` list and `shared`), a spare one if there is one.
+fn fresh_buf(spare: &mut Vec<Box<SendBuf>>, shared: &Arc<Shared>, peer: Peer) -> Box<SendBuf> {
+    let mut buf = spare.pop().unwrap_or_else(|| {
+        Box::new(SendBuf {
+            status: Completion::on_demand(waker(shared)),
+            data: Vec::with_capacity(peer.slot_len),
+            source: ucx::Source::default(),
+            posted: false,
+            request: None,
+        })
+    });
+    buf.data.clear();
+    buf.posted = false;
+    buf.status.start();
+    buf
 }
