@@ -31,8 +31,8 @@ fn expected(pair: usize, offset: usize) -> u8 {
     ((offset / MESSAGE * 7 + pair * 13) % 200) as u8
 }
 
-/// Upgraded pairs, the clients on a selector's hub, the servers on a hub of their own that
-/// nobody progresses until they read.
+/// Pairs upgraded to shared memory, the clients on a selector's hub, the servers on a hub of their
+/// own that nobody progresses until they read.
 fn pairs(selector: &Arc<Selector>) -> (Vec<(Arc<Conn>, Arc<Conn>)>, Arc<Hub>) {
     let server_hub = Hub::new(settings(), true).unwrap();
     let listener = Listener::open(settings()).unwrap();
@@ -46,6 +46,8 @@ fn pairs(selector: &Arc<Selector>) -> (Vec<(Arc<Conn>, Arc<Conn>)>, Arc<Hub>) {
         let server = listener.accept(true, None).unwrap().unwrap();
         server.bind_hub(&server_hub).unwrap();
         upgrade(&client, &server, round);
+        // Sends from the caller's memory are the shared-memory path's (see `Link::sends_direct`).
+        assert!(client.describe().starts_with("ucx over shared memory"), "{}", client.describe());
         pairs.push((client, server));
     }
     listener.close();

@@ -243,6 +243,9 @@ pub struct Link {
     /// Since when a blocking write waits for the peer's credits rather than copy whole slots
     /// into staging.
     credit_wait: Option<Instant>,
+    /// Whether slot messages go from the caller's memory through a [`ucx::Source`] (over shared
+    /// memory; see [`Link::send_direct`]); known once the endpoint is.
+    direct_sends: Option<bool>,
     spare: Vec<Box<SendBuf>>,
     credit: Box<CreditSend>,
     credit_wanted: bool,
@@ -299,6 +302,7 @@ impl Link {
             staged_bytes: 0,
             send_buffer: send_buffer as usize,
             credit_wait: None,
+            direct_sends: None,
             spare: Vec::new(),
             credit,
             credit_wanted: false,

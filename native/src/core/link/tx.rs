@@ -98,6 +98,7 @@ impl Link {
             lock.progress();
         }
         self.flush_locked(&lock)?;
+        let direct = self.sends_direct();
         let start = src.moved();
         let large_min = (2 * peer.slot_len).max(LARGE_MIN);
         while src.remaining() > 0 {
@@ -116,7 +117,7 @@ impl Link {
                     }
                 }
                 if let Some((addr, len)) = src.chunk(message) {
-                    if len == message && (self.send_immediate(&lock, peer, addr, len)? || self.send_direct(&lock, peer, addr, len)?) {
+                    if len == message && (self.send_immediate(&lock, peer, addr, len)? || (direct && self.send_direct(&lock, peer, addr, len)?)) {
                         src.advance(len);
                         continue;
                     }
@@ -250,6 +251,17 @@ impl Link {
             Ok(None) => Ok(false),
             Err(e) => Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
         }
+    }
+
+    /// Whether slot messages that UCX cannot complete at once go through [`Link::send_direct`]:
+    /// over shared memory. UCX's TCP transport sends a message from contiguous memory without
+    /// copying it (the kernel does), but packs one from a [`ucx::Source`] into its own buffers
+    /// first: staging and then UCX's send from there is faster for it.
+    fn sends_direct(&mut self) -> bool {
+        if self.direct_sends.is_none() && self.ep.as_ref().is_some_and(|p| p.ep().is_some()) {
+            self.direct_sends = Some(self.over_shared_memory());
+        }
+        self.direct_sends == Some(true)
     }
 
     /// Sends one slot message from the caller's memory, which UCX copies into the peer's ring if
