@@ -11,7 +11,7 @@ use log::{debug, warn};
 use ucx1_sys as sys;
 
 use super::completion::{self, Completion};
-use super::request::{send_cb, SendCallback};
+use super::request::{request_param, send_cb, SendCallback};
 use super::{check, decode_ptr, PtrStatus, Result, Source, Start, Status, UcxError, Worker, WorkerLock};
 
 /// What an endpoint's error handler gets: the UCX status the endpoint failed with. It runs
@@ -125,15 +125,9 @@ impl Endpoint {
         done: Option<&Completion>,
     ) -> Result<Option<Start<()>>> {
         debug_assert!(ptr::eq(lock.worker, &*self.worker));
-        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
-        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
-        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32;
-        if immediate_only {
-            param.op_attr_mask |= sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL as u32;
-        }
+        let immediate = if immediate_only { sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_FORCE_IMM_CMPL as u32 } else { 0 };
+        let mut param = request_param(done.map_or(ptr::null_mut(), Completion::as_user_data), immediate);
         param.cb.send = send_cb(completion::sent);
-        param.user_data = done.map_or(ptr::null_mut(), Completion::as_user_data);
         // SAFETY: the endpoint is valid and its worker is locked; the caller guarantees the buffer.
         let ptr = unsafe { sys::ucp_tag_send_nbx(self.handle, buffer as *const c_void, length as sys::size_t, tag, &param) };
         match decode_ptr(ptr) {
@@ -156,13 +150,8 @@ impl Endpoint {
     pub unsafe fn tag_send_source(&self, lock: &WorkerLock<'_>, source: &Source, tag: u64, done: &Completion) -> Result<Start<()>> {
         debug_assert!(ptr::eq(lock.worker, &*self.worker));
         let datatype = super::source::datatype()?;
-        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
-        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
-        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_DATATYPE as u32;
+        let mut param = request_param(done.as_user_data(), sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_DATATYPE as u32);
         param.cb.send = send_cb(completion::sent);
-        param.user_data = done.as_user_data();
         param.datatype = datatype;
         let buffer = source as *const Source as *const c_void;
         // SAFETY: the endpoint is valid and its worker is locked; the caller guarantees the source.
@@ -207,14 +196,9 @@ impl Endpoint {
         user_data: *mut c_void,
     ) -> Result<Start<()>> {
         debug_assert!(ptr::eq(lock.worker, &*self.worker));
-        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
-        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
-        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_FLAGS as u32;
+        let mut param = request_param(user_data, sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_FLAGS as u32);
         param.flags = sys::ucp_send_am_flags::UCP_AM_SEND_FLAG_EAGER.0;
         param.cb.send = send_cb(cb);
-        param.user_data = user_data;
         // SAFETY: the endpoint is valid and locked; the caller keeps the header and user data
         // valid until completion.
         let ptr = unsafe {

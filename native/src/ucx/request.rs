@@ -37,6 +37,18 @@ pub enum Start<T> {
     Pending(Request),
 }
 
+/// Parameters of an operation whose completion calls back with `user_data` (the caller sets the
+/// callback, `cb.send` or `cb.recv`), with the further `UCP_OP_ATTR_*` bits of `more` (and the
+/// fields they name, set by the caller).
+pub(super) fn request_param(user_data: *mut c_void, more: u32) -> sys::ucp_request_param_t {
+    // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
+    let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
+    param.op_attr_mask =
+        sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32 | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32 | more;
+    param.user_data = user_data;
+    param
+}
+
 /// Completion callback of a tagged receive: `(request, status, info, user_data)`.
 pub(super) type RecvCallback = unsafe extern "C" fn(*mut c_void, i8, *const sys::ucp_tag_recv_info_t, *mut c_void);
 /// Completion callback of a send: `(request, status, user_data)`.

@@ -12,7 +12,7 @@ use ucx1_sys as sys;
 
 use super::am::{am_received, AmHandler};
 use super::completion::{self, Completion};
-use super::request::recv_cb;
+use super::request::{recv_cb, request_param};
 use super::{check, decode_ptr, Context, PtrStatus, Request, Result, Status, UcxError};
 use crate::stats::{self, Counter};
 
@@ -234,13 +234,8 @@ impl WorkerLock<'_> {
     /// completes (`done` says so) or is cancelled and completes; `done` and its waker must stay
     /// valid until then as well.
     pub unsafe fn tag_recv(&self, buffer: *mut u8, length: usize, tag: u64, mask: u64, done: &Completion) -> Result<Request> {
-        // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
-        let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };
-        param.op_attr_mask = sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_CALLBACK as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FIELD_USER_DATA as u32
-            | sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_NO_IMM_CMPL as u32;
+        let mut param = request_param(done.as_user_data(), sys::ucp_op_attr_t::UCP_OP_ATTR_FLAG_NO_IMM_CMPL as u32);
         param.cb.recv = recv_cb(completion::received);
-        param.user_data = done.as_user_data();
         // SAFETY: the caller guarantees the buffer and user data; the lock is held.
         let ptr = unsafe {
             sys::ucp_tag_recv_nbx(self.worker.handle, buffer as *mut c_void, length as sys::size_t, tag, mask, &param)
