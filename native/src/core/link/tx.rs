@@ -161,7 +161,7 @@ impl Link {
                 request.free(lock);
             }
             Ok(None) => return Ok(false),
-            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+            Err(e) => return Err(send_failed(e)),
         }
         self.tx.on_sent();
         let status = Arc::new(Completion::new(waker(&self.shared), false));
@@ -173,7 +173,7 @@ impl Link {
         match started {
             Ok(Some(Start::Done(()))) | Ok(None) => {}
             Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
-            Err(e) => return Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+            Err(e) => return Err(send_failed(e)),
         }
         Ok(true)
     }
@@ -249,7 +249,7 @@ impl Link {
                 Ok(true)
             }
             Ok(None) => Ok(false),
-            Err(e) => Err(Error::new(Status::Reset, format!("UCX send failed: {e}"))),
+            Err(e) => Err(send_failed(e)),
         }
     }
 
@@ -296,7 +296,7 @@ impl Link {
             }
             Err(e) => {
                 buf.status.finish();
-                return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
+                return Err(send_failed(e));
             }
         }
         self.tx.on_sent();
@@ -349,7 +349,7 @@ impl Link {
                 Ok(Some(Start::Pending(request))) => buf.request = Some(request),
                 Err(e) => {
                     buf.status.finish();
-                    return Err(Error::new(Status::Reset, format!("UCX send failed: {e}")));
+                    return Err(send_failed(e));
                 }
             }
             self.tx.on_sent();
@@ -427,4 +427,9 @@ fn fresh_buf(spare: &mut Vec<Box<SendBuf>>, shared: &Arc<Shared>, peer: Peer) ->
     buf.posted = false;
     buf.status.start();
     buf
+}
+
+/// The error of a write whose message UCX refused: the connection is reset.
+fn send_failed(e: ucx::UcxError) -> Error {
+    Error::new(Status::Reset, format!("UCX send failed: {e}"))
 }
