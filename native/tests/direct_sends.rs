@@ -8,12 +8,11 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{read_exactly, region, upgrade};
+use common::{read_exactly, region, selector_pairs};
 use hadronio::config::settings;
 use hadronio::core::conn::Conn;
 use hadronio::core::hub::Hub;
-use hadronio::core::listener::Listener;
-use hadronio::core::selector::{Selector, Target};
+use hadronio::core::selector::Selector;
 
 /// Connections whose first messages are more than the peer's ring holds (128 messages; each
 /// client may send 32 before the server reports what it read).
@@ -31,26 +30,14 @@ fn expected(pair: usize, offset: usize) -> u8 {
     ((offset / MESSAGE * 7 + pair * 13) % 200) as u8
 }
 
-/// Pairs upgraded to shared memory, the clients on a selector's hub, the servers on a hub of their
-/// own that nobody progresses until they read.
+/// Pairs upgraded to shared memory, the clients on `selector`'s hub, the servers on a hub of their
+/// own that nobody progresses until they read (see [`selector_pairs`]).
 fn pairs(selector: &Arc<Selector>) -> (Vec<(Arc<Conn>, Arc<Conn>)>, Arc<Hub>) {
-    let server_hub = Hub::new(settings(), true).unwrap();
-    let listener = Listener::open(settings()).unwrap();
-    listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();
-    let addr = listener.local_addr().unwrap().unwrap();
-    let mut pairs = Vec::new();
-    for round in 0..PAIRS as u8 {
-        let client = Conn::open(settings()).unwrap();
-        selector.register(Target::Conn(client.clone()), round as i32, 0).unwrap();
-        assert!(client.connect(&addr, true, None).unwrap());
-        let server = listener.accept(true, None).unwrap().unwrap();
-        server.bind_hub(&server_hub).unwrap();
-        upgrade(&client, &server, round);
+    let (pairs, _keys, server_hub) = selector_pairs(selector, PAIRS as u8);
+    for (client, _) in &pairs {
         // Sends from the caller's memory are the shared-memory path's (see `Link::sends_direct`).
         assert!(client.describe().starts_with("ucx over shared memory"), "{}", client.describe());
-        pairs.push((client, server));
     }
-    listener.close();
     (pairs, server_hub)
 }
 

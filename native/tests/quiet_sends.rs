@@ -12,13 +12,12 @@ mod common;
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
-use common::{read_exactly, region, upgrade};
+use common::{read_exactly, region, selector_pairs};
 use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
 use hadronio::core::hub::Hub;
-use hadronio::core::listener::Listener;
 use hadronio::core::readiness::{Key, OP_WRITE};
-use hadronio::core::selector::{Selector, Target};
+use hadronio::core::selector::Selector;
 
 /// Connections whose first messages are more than the peer's ring holds (128 messages; each
 /// client may send 32 before the server reports what it read).
@@ -36,29 +35,15 @@ fn setup() {
     assert_eq!(settings().send_buffer, settings().slot_len);
 }
 
-/// Upgraded pairs, the clients registered with `selector` (no interest yet: their connections use
-/// its hub) with their keys, the servers on a hub of their own.
+/// Upgraded pairs with the clients on `selector` (see [`selector_pairs`]), once the timers of
+/// their upgrades passed.
 fn pairs(selector: &Arc<Selector>) -> (Vec<(Arc<Conn>, Arc<Conn>)>, Vec<Arc<Key>>, Arc<Hub>) {
-    let server_hub = Hub::new(settings(), true).unwrap();
-    let listener = Listener::open(settings()).unwrap();
-    listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();
-    let addr = listener.local_addr().unwrap().unwrap();
-    let (mut pairs, mut keys) = (Vec::new(), Vec::new());
-    for round in 0..PAIRS as u8 {
-        let client = Conn::open(settings()).unwrap();
-        keys.push(selector.register(Target::Conn(client.clone()), round as i32, 0).unwrap());
-        assert!(client.connect(&addr, true, None).unwrap());
-        let server = listener.accept(true, None).unwrap().unwrap();
-        server.bind_hub(&server_hub).unwrap();
-        upgrade(&client, &server, round);
-        pairs.push((client, server));
-    }
-    listener.close();
+    let pairs = selector_pairs(selector, PAIRS as u8);
     // A new connection asks the background thread for the times its upgrade may end at (the
     // probe's, 2 s), which look at its keys again when they come: let them pass, so that only
     // the sends can wake the keys.
     std::thread::sleep(Duration::from_secs(3));
-    (pairs, keys, server_hub)
+    pairs
 }
 
 /// Writes without blocking until a client's staging takes nothing more; the bytes written.

@@ -14,6 +14,8 @@ use hadronio::core::error::Status;
 use hadronio::core::hub::Hub;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
+use hadronio::core::readiness::Key;
+use hadronio::core::selector::{Selector, Target};
 
 /// The one region of `buf`, as reads and writes take it.
 pub fn region(buf: &mut [u8]) -> [Region; 1] {
@@ -46,6 +48,28 @@ pub fn connected_to(hub: &Arc<Hub>, listener: &Listener, round: u8) -> (Arc<Conn
     server.bind_hub(hub).unwrap();
     upgrade(&client, &server, round);
     (client, server)
+}
+
+/// `count` pairs through a listener on loopback, upgraded to UCX: each client registered with
+/// `selector` before it connects (no interest yet: its connection uses the selector's hub), with
+/// its key; the servers on a hub of their own for blocking use.
+pub fn selector_pairs(selector: &Arc<Selector>, count: u8) -> (Vec<(Arc<Conn>, Arc<Conn>)>, Vec<Arc<Key>>, Arc<Hub>) {
+    let server_hub = Hub::new(settings(), true).unwrap();
+    let listener = Listener::open(settings()).unwrap();
+    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 16).unwrap();
+    let addr = listener.local_addr().unwrap().unwrap();
+    let (mut pairs, mut keys) = (Vec::new(), Vec::new());
+    for round in 0..count {
+        let client = Conn::open(settings()).unwrap();
+        keys.push(selector.register(Target::Conn(client.clone()), round as i32, 0).unwrap());
+        assert!(client.connect(&addr, true, None).unwrap());
+        let server = listener.accept(true, None).unwrap().unwrap();
+        server.bind_hub(&server_hub).unwrap();
+        upgrade(&client, &server, round);
+        pairs.push((client, server));
+    }
+    listener.close();
+    (pairs, keys, server_hub)
 }
 
 /// How long a new connection may take to switch to UCX: a few round trips (offer, marks,
