@@ -266,6 +266,10 @@ impl Conn {
             Some(socket) => socket.as_raw_fd(),
             None => return Err(Error::closed()),
         };
+        // Adding the socket to the hub's epoll set reports what it holds now, edges or not: until
+        // that event, nothing says there is anything to read (a selector that reported a new
+        // connection readable before its first bytes came had its application read nothing).
+        state.io.readable = false;
         let id = hub.register_conn(Arc::<Conn>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         state.id = id;
         let _ = self.hub.set(hub.clone());
