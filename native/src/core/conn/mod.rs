@@ -267,8 +267,9 @@ impl Conn {
             None => return Err(Error::closed()),
         };
         // Adding the socket to the hub's epoll set reports what it holds now, edges or not: until
-        // that event, nothing says there is anything to read (a selector that reported a new
-        // connection readable before its first bytes came had its application read nothing).
+        // that event, nothing says there is anything to read, and a selector must not report a
+        // new connection readable before its first bytes come (its application would read
+        // nothing and go back to the selector).
         state.io.readable = false;
         let id = hub.register_conn(Arc::<Conn>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         state.id = id;
