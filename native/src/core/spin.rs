@@ -72,7 +72,10 @@ impl Governor {
     /// The spin caught the event.
     pub fn caught(&self) {
         stats::count(Counter::SpinsCaught);
-        let _ = self.score.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some((s + 1).min(SCORE_LIMIT)));
+        // At the limit already (a hub whose spins keep catching): no write to a shared line.
+        if self.score.load(Ordering::Relaxed) < SCORE_LIMIT {
+            let _ = self.score.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some((s + 1).min(SCORE_LIMIT)));
+        }
     }
 
     /// The spin ran out of time: the wait goes on sleeping.

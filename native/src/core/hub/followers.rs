@@ -49,6 +49,8 @@ pub(super) struct Followers {
     /// The connections progress delivered events to since the last signal, and whether something
     /// else happened (only the leader adds to them).
     delivered: Mutex<Vec<u32>>,
+    /// Whether `delivered` may hold ids (set after a push; a hint, read without the lock).
+    listed: AtomicBool,
     other: AtomicBool,
 }
 
@@ -73,6 +75,7 @@ impl Followers {
     pub fn delivered(&self, id: u32) {
         if self.any() {
             self.delivered.lock().push(id);
+            self.listed.store(true, Ordering::Relaxed);
         }
     }
 
@@ -85,19 +88,29 @@ impl Followers {
     /// wait for no connection in particular, and all of them if something else happened.
     pub fn signal(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
-        let all = self.other.swap(false, Ordering::SeqCst);
+        // Without followers (a thread that waits alone) flag and list are only read: that spares
+        // the locked instructions. The list is emptied once something was recorded in it (while a
+        // follower waited), so that it cannot grow.
+        let all = self.other.load(Ordering::SeqCst) && self.other.swap(false, Ordering::SeqCst);
+        if !self.any() {
+            if self.listed.load(Ordering::Relaxed) {
+                self.listed.store(false, Ordering::Relaxed);
+                self.delivered.lock().clear();
+            }
+            return;
+        }
         let mut delivered = self.delivered.lock();
-        if self.any() {
-            let parked = self.parked.lock();
-            if all {
-                parked.values().flatten().for_each(|p| p.wake());
-            } else {
-                for key in std::iter::once(&0).chain(delivered.iter()) {
-                    parked.get(key).into_iter().flatten().for_each(|p| p.wake());
-                }
+        let parked = self.parked.lock();
+        if all {
+            parked.values().flatten().for_each(|p| p.wake());
+        } else {
+            for key in std::iter::once(&0).chain(delivered.iter()) {
+                parked.get(key).into_iter().flatten().for_each(|p| p.wake());
             }
         }
+        drop(parked);
         delivered.clear();
+        self.listed.store(false, Ordering::Relaxed);
     }
 
     /// Wakes the followers of connection `id` (and those that wait for no connection in
@@ -127,7 +140,8 @@ impl Followers {
     /// Called by a waiting thread that takes the leadership or leaves: whether it had been
     /// handed the leadership (then, leaving, it must hand it over in turn).
     pub fn had_baton(&self) -> bool {
-        PARKER.with(|me| me.baton.swap(false, Ordering::SeqCst))
+        // Read first: taking the baton is rare, and a swap is a locked instruction each wait.
+        PARKER.with(|me| me.baton.load(Ordering::SeqCst) && me.baton.swap(false, Ordering::SeqCst))
     }
 
     /// Wakes every follower: their conditions may have changed.

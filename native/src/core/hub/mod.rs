@@ -709,7 +709,12 @@ impl Hub {
             if let Some(guard) = self.leader.try_lock() {
                 self.followers.had_baton();
                 self.followers.leave();
-                self.leader_key.store(key.unwrap_or(0), Ordering::SeqCst);
+                // Only leaders write it, and this one now follows the last: its value is current.
+                // Unchanged (a leader for the same connection again), it costs no locked instruction.
+                let key = key.unwrap_or(0);
+                if self.leader_key.load(Ordering::Relaxed) != key {
+                    self.leader_key.store(key, Ordering::SeqCst);
+                }
                 let result = self.lead(guard, ready, deadline);
                 self.note_progressed(Instant::now());
                 self.followers.hand_over();

@@ -346,6 +346,18 @@ impl Link {
         }
     }
 
+    /// The lane's worker, for a method that holds the worker's lock while it changes the rest of
+    /// the link. Cloning the `Arc` instead costs two atomic operations per call on a count that
+    /// every channel of the lane shares.
+    ///
+    /// # Safety
+    /// The reference must not outlive `self`: `lane` is set once, in [`Link::new`], and keeps the
+    /// worker alive as long as the link lives.
+    unsafe fn worker<'a>(&self) -> &'a ucx::Worker {
+        // SAFETY: as the caller promises.
+        unsafe { &*Arc::as_ptr(&self.lane.worker) }
+    }
+
     /// Posts `slot` for the next slot message in sequence.
     fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
         let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx_posted);

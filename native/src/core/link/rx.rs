@@ -45,7 +45,8 @@ impl Link {
     /// same cursor).
     pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
-        let worker = self.lane.worker.clone();
+        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
+        let worker = unsafe { self.worker() };
         let mut lock = None;
         while dst.remaining() > 0 {
             if let Some(large) = &mut self.large_rx {

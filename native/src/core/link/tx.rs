@@ -64,7 +64,8 @@ impl Link {
         if !self.rx.unreported() {
             return Ok(());
         }
-        let worker = self.lane.worker.clone();
+        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
+        let worker = unsafe { self.worker() };
         let lock = worker.lock();
         self.report_credits(&lock)
     }
@@ -91,7 +92,8 @@ impl Link {
     /// slots that find no credit are left in `src` ([`Link::writable`] says when to go on).
     pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
         let Some(peer) = self.peer else { return Ok(0) };
-        let worker = self.lane.worker.clone();
+        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
+        let worker = unsafe { self.worker() };
         let lock = worker.lock();
         if self.tx.available() == 0 || !self.staged.is_empty() {
             // Take credits that arrived meanwhile (their callbacks only touch atomics).
@@ -394,7 +396,8 @@ impl Link {
     /// Takes credits the peer returned, posts staged data, recycles completed sends and sends a
     /// credit report that had to wait. Called after progress touched this link.
     pub fn flush(&mut self) -> Result<()> {
-        let worker = self.lane.worker.clone();
+        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
+        let worker = unsafe { self.worker() };
         let lock = worker.lock();
         self.flush_locked(&lock)
     }
