@@ -65,8 +65,7 @@ impl Conn {
             let mut ping = None;
             if let Some(link) = &mut state.link {
                 link.shared().untouch();
-                ping = link.take_ping();
-                pong = link.take_pong();
+                (ping, pong) = link.take_probes();
             }
             if log_enabled!(Level::Trace) && (ping.is_some() || pong.is_some()) {
                 log::trace!("connection {}: probe ping {ping:?}, pong {pong:?}", self.serial);

@@ -31,7 +31,7 @@ mod slot_memory;
 mod tx;
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,6 +61,11 @@ pub fn slots_for(configured: u32, default: bool, links: usize) -> u32 {
     }
 }
 
+/// In [`Shared::probes`]: a ping came.
+const PINGED: u8 = 1;
+/// In [`Shared::probes`]: a pong came.
+const PONGED: u8 = 2;
+
 /// The part of a link that completion callbacks see. Only atomics.
 pub struct Shared {
     pub id: u32,
@@ -70,12 +75,12 @@ pub struct Shared {
     slots: Box<[Completion]>,
     /// Highest consumed count the peer reported in a credit message.
     peer_consumed: AtomicU64,
-    /// The token of a probe ping to answer, and whether there is one.
+    /// The token of a probe ping to answer, and of the last pong.
     ping: AtomicU64,
-    pinged: AtomicBool,
-    /// The token of the last pong, and whether one came.
     pong: AtomicU64,
-    ponged: AtomicBool,
+    /// Which of them came since they were last taken ([`PINGED`], [`PONGED`]): one word, so
+    /// that taking both is one atomic operation for each message's event.
+    probes: AtomicU8,
     /// Whether a thread waits for staged sends to complete (for room in staging): only then
     /// does their completion touch the link. Set and cleared under the connection's lock.
     tx_wanted: AtomicBool,
@@ -115,11 +120,11 @@ impl Shared {
             }
             Notice::Ping(token) => {
                 self.ping.store(token, Ordering::Relaxed);
-                self.pinged.store(true, Ordering::Release);
+                self.probes.fetch_or(PINGED, Ordering::Release);
             }
             Notice::Pong(token) => {
                 self.pong.store(token, Ordering::Relaxed);
-                self.ponged.store(true, Ordering::Release);
+                self.probes.fetch_or(PONGED, Ordering::Release);
             }
         }
         self.touch();
@@ -275,9 +280,8 @@ impl Link {
                 slots: (0..count).map(|_| Completion::new(owner, false)).collect(),
                 peer_consumed: AtomicU64::new(0),
                 ping: AtomicU64::new(0),
-                pinged: AtomicBool::new(false),
                 pong: AtomicU64::new(0),
-                ponged: AtomicBool::new(false),
+                probes: AtomicU8::new(0),
                 tx_wanted: AtomicBool::new(false),
             }
         });
@@ -393,14 +397,12 @@ impl Link {
         }
     }
 
-    /// The token of a ping that arrived since the last call.
-    pub fn take_ping(&self) -> Option<u64> {
-        self.shared.pinged.swap(false, Ordering::AcqRel).then(|| self.shared.ping.load(Ordering::Relaxed))
-    }
-
-    /// The token of a pong that arrived since the last call.
-    pub fn take_pong(&self) -> Option<u64> {
-        self.shared.ponged.swap(false, Ordering::AcqRel).then(|| self.shared.pong.load(Ordering::Relaxed))
+    /// The tokens of a ping and of a pong that arrived since the last call.
+    pub fn take_probes(&self) -> (Option<u64>, Option<u64>) {
+        let probes = self.shared.probes.swap(0, Ordering::AcqRel);
+        let ping = (probes & PINGED != 0).then(|| self.shared.ping.load(Ordering::Relaxed));
+        let pong = (probes & PONGED != 0).then(|| self.shared.pong.load(Ordering::Relaxed));
+        (ping, pong)
     }
 
     /// Creates the endpoint to the peer described by `addr`.
