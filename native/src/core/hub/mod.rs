@@ -11,6 +11,7 @@
 //! connections it delivered events to, and when it leaves it hands the leadership to one of them.
 //! Lock order: leader → connection state → worker → touched list.
 
+use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -62,6 +63,12 @@ const STUCK_SLEEP_MAX: Duration = Duration::from_millis(100);
 /// How long a hub may go without progress by an application thread (selecting on it or on a
 /// selector it is nested in, or waiting in a blocking call) before the background thread steps in.
 pub(super) const OWNER_AWAY: Duration = Duration::from_millis(2);
+
+thread_local! {
+    /// The connection ids a progress call of this thread takes from a lane's touched list, kept
+    /// between calls for its capacity: a spare without a lock, since only this thread uses it.
+    static TOUCHED: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
+}
 
 /// Minimum interval between socket event checks of non-blocking progress.
 const DISPATCH_INTERVAL: Duration = Duration::from_micros(20);
@@ -122,7 +129,6 @@ pub struct Hub {
     conns: Mutex<HashMap<u32, Weak<dyn Events>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
     listeners: Mutex<HashMap<u32, Weak<dyn Events>>>,
-    touched_spare: Mutex<Vec<u32>>,
     /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
     governor: spin::Governor,
     nested: Mutex<Vec<(Arc<Hub>, usize)>>,
@@ -197,7 +203,6 @@ impl Hub {
             conns: Mutex::default(),
             links,
             listeners: Mutex::default(),
-            touched_spare: Mutex::default(),
             governor: spin::Governor::new(spin_ns),
             nested: Mutex::default(),
             nested_count: AtomicUsize::new(0),
@@ -484,7 +489,9 @@ impl Hub {
         if !lane.touched.any() {
             return did;
         }
-        let mut touched = std::mem::take(&mut *self.touched_spare.lock());
+        // The list of this thread's last call, emptied, so that taking the ids allocates nothing
+        // (a call nested in the handlers below finds none and starts a list of its own).
+        let mut touched = TOUCHED.with(Cell::take);
         lane.touched.take_into(&mut touched);
         if !touched.is_empty() {
             did = true;
@@ -496,7 +503,7 @@ impl Hub {
                 }
             }
         }
-        *self.touched_spare.lock() = touched;
+        TOUCHED.with(|spare| spare.set(touched));
         did
     }
 
