@@ -40,6 +40,8 @@ pub trait Wire {
     /// passed), `WouldBlock` if it is announced but has not arrived, `NotConnected` if the
     /// connection was reset (the bytes before the reset stay readable, the urgent byte does not).
     fn recv_urgent(&self) -> io::Result<Option<u8>>;
+    /// What the receive side holds, without taking anything.
+    fn look(&self) -> io::Result<Look>;
     /// Whether the read position is at an urgent mark.
     fn at_mark(&self) -> io::Result<bool>;
     /// How many bytes can be read before the next mark (all available bytes without one).
@@ -50,6 +52,17 @@ pub trait Wire {
     fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize>;
     /// Sends one urgent byte; `Ok(false)` if the socket cannot take it now.
     fn send_urgent(&self, byte: u8) -> io::Result<bool>;
+}
+
+/// What a look at the receive side of a connection finds ([`Wire::look`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Look {
+    /// No byte, no urgent byte, no end of the stream, no failure.
+    Nothing,
+    /// Ordinary bytes at the read position, and no urgent byte that was not read or passed.
+    Ordinary,
+    /// Anything else: an urgent byte, the end of the stream, a failure.
+    Other,
 }
 
 /// Raw bytes read from the socket ahead of the application, delivered before anything else.
@@ -310,6 +323,18 @@ fn raw<W: Wire>(
                 Ok(Step::Delivered(n, n < want))
             }
         };
+    }
+    // A server's first look, before it read any byte, costs one system call where the client
+    // sent no offer (the common case of a plain client): ordinary bytes and no urgent byte mean
+    // that the first byte is not an offer (it would have arrived first), and nothing at all means
+    // nothing to look at yet (the look below would find no byte and no mark either). An urgent
+    // byte, the end of the stream or a failure take the full look.
+    if watch == Watch::Offer {
+        match wire.look()? {
+            Look::Nothing => return Err(Failure::Io(io::ErrorKind::WouldBlock.into())),
+            Look::Ordinary if neg.on_ordinary_start() => return Ok(Step::Progress(0)),
+            Look::Ordinary | Look::Other => {}
+        }
     }
     // A look that finds nothing costs one system call, as a read of the kernel's channels does:
     // a peek, which passes over an urgent byte at the read position (urgent bytes are not
@@ -577,6 +602,16 @@ impl Wire for Socket {
 
     fn recv_urgent(&self) -> io::Result<Option<u8>> {
         Socket::recv_urgent(self)
+    }
+
+    fn look(&self) -> io::Result<Look> {
+        // Without an unread urgent byte (`POLLPRI`), `POLLIN` means an ordinary byte at the read
+        // position: at an urgent byte the kernel reports it only with a byte behind it.
+        Ok(match self.receive_events()? {
+            0 => Look::Nothing,
+            libc::POLLIN => Look::Ordinary,
+            _ => Look::Other,
+        })
     }
 
     fn at_mark(&self) -> io::Result<bool> {

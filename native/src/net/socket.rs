@@ -298,10 +298,16 @@ impl Socket {
         self.poll_now(libc::POLLRDHUP).is_some_and(|r| r & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0)
     }
 
+    /// The receive side's `poll` events (`POLLIN`, `POLLPRI`, `POLLRDHUP`) and any error or
+    /// hang-up, asked without waiting or reading.
+    pub fn receive_events(&self) -> io::Result<libc::c_short> {
+        self.poll_now(libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP).ok_or_else(io::Error::last_os_error)
+    }
+
     /// Whether a read would find something: bytes, the peer's FIN, a reset or another failure
     /// (true as well if the socket cannot be asked). One `poll`, without reading.
     pub fn has_news(&self) -> bool {
-        self.poll_now(libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP).is_none_or(|r| r != 0)
+        self.receive_events().map_or(true, |r| r != 0)
     }
 
     /// Whether the connection is over in both directions or failed (the peer reset it, or it

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use std::io;
 use std::rc::Rc;
 
-use crate::core::stream::Wire;
+use crate::core::stream::{Look, Wire};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -158,6 +158,19 @@ impl Direction {
         Err(io::ErrorKind::WouldBlock.into())
     }
 
+    /// As `poll` reports it: an urgent byte that arrived and was neither read nor passed, or the
+    /// writer's end (all its bytes arrived), is news of another kind than ordinary bytes.
+    fn look(&self) -> Look {
+        let urgent = self.urgent.as_ref().is_some_and(|u| !u.taken);
+        let end = self.closed && self.arrived == self.bytes.len();
+        match self.peek() {
+            _ if urgent || end => Look::Other,
+            Ok(true) => Look::Ordinary,
+            Ok(false) => Look::Other,
+            Err(_) => Look::Nothing,
+        }
+    }
+
     fn before_mark(&self) -> usize {
         match &self.urgent {
             Some(u) if u.offset >= self.read && u.offset < self.arrived => u.offset - self.read,
@@ -185,11 +198,14 @@ pub struct Net {
     pub step: usize,
     /// Whether sends take random parts and sometimes nothing.
     pub partial: bool,
+    /// Per side: looks at urgent marks (peeks, mark and urgent-byte queries), each a system call
+    /// on a socket.
+    mark_looks: [usize; 2],
 }
 
 impl Net {
     pub fn new(seed: u64) -> Rc<RefCell<Net>> {
-        Rc::new(RefCell::new(Net { dirs: Default::default(), rng: Rng::new(seed), step: 7, partial: true }))
+        Rc::new(RefCell::new(Net { dirs: Default::default(), rng: Rng::new(seed), step: 7, partial: true, mark_looks: [0; 2] }))
     }
 
     fn tick(&mut self) {
@@ -243,6 +259,15 @@ impl SimWire {
         f(out, inp, rng, partial)
     }
 
+    /// Looks at urgent marks this side made so far.
+    pub fn mark_looks(&self) -> usize {
+        self.net.borrow().mark_looks[self.side]
+    }
+
+    fn count_mark_look(&self) {
+        self.net.borrow_mut().mark_looks[self.side] += 1;
+    }
+
     /// Shuts down this side's direction (a TCP FIN after what was written).
     pub fn shutdown(&self) {
         self.with(|out, _, _, _| out.closed = true);
@@ -260,18 +285,26 @@ impl Wire for SimWire {
     }
 
     fn peek(&self) -> io::Result<bool> {
+        self.count_mark_look();
         self.with(|_, inp, _, _| inp.peek())
     }
 
     fn recv_urgent(&self) -> io::Result<Option<u8>> {
+        self.count_mark_look();
         Ok(self.with(|_, inp, _, _| inp.recv_urgent()))
     }
 
+    fn look(&self) -> io::Result<Look> {
+        Ok(self.with(|_, inp, _, _| inp.look()))
+    }
+
     fn at_mark(&self) -> io::Result<bool> {
+        self.count_mark_look();
         Ok(self.with(|_, inp, _, _| inp.at_mark()))
     }
 
     fn before_mark(&self) -> io::Result<usize> {
+        self.count_mark_look();
         Ok(self.with(|_, inp, _, _| inp.before_mark()))
     }
 
@@ -323,7 +356,7 @@ impl Wire for SimWire {
 
 /// A peer that uses its socket the ordinary way: reads skip urgent bytes, as the JDK's do.
 pub struct PlainPeer {
-    pub wire: SimWire,
+    wire: SimWire,
 }
 
 impl PlainPeer {

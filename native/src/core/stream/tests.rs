@@ -3,10 +3,12 @@
 //! banners, secrets, failed probes), with random arrival steps and partial sends, checking that
 //! each application reads exactly the bytes the other one wrote.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::sim::{against_plain, pattern, policy, run_open, run_pair, run_server_short, run_short};
-use crate::core::negotiation::{Outcome, TcpReason, STREAM_READ};
+use super::sim::{against_plain, pattern, policy, run_open, run_pair, run_server_short, run_short, Net, SimWire};
+use super::{read, RxState, Wire};
+use crate::core::iov::{Cursor, Region};
+use crate::core::negotiation::{Negotiation, Outcome, TcpReason, STREAM_READ};
 use crate::core::protocol::Role;
 
 #[test]
@@ -229,6 +231,32 @@ fn a_plain_client_of_a_hadronio_server_that_speaks_first() {
         assert!(server.received == pattern(3_000, 4), "seed {seed}");
         assert_eq!(server.neg.path(), "tcp (the peer does not speak hadroNIO)", "seed {seed}");
     }
+}
+
+#[test]
+fn a_plain_clients_first_bytes_cost_a_hadronio_server_no_look_at_marks() {
+    // One look (a `poll` on a socket) tells ordinary bytes without an urgent byte from an offer,
+    // and nothing from something: a server peeks at nothing and asks for no mark on the way to a
+    // plain client's first bytes, before or after they came.
+    let net = Net::new(1);
+    net.borrow_mut().step = 0;
+    net.borrow_mut().partial = false;
+    let (client, server) = SimWire::pair(&net);
+    let mut neg = Negotiation::new(policy(Role::Server, None, 11));
+    let mut rx = RxState::default();
+    let mut buf = [0u8; 64];
+    let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+    let now = Instant::now();
+    let mut dst = Cursor::new(&regions);
+    let nothing = read(&mut neg, &server, &mut rx, Some(&mut dst), now).unwrap_or_else(|_| panic!("read failed"));
+    assert_eq!((nothing.delivered, nothing.blocked), (0, true));
+    let request = b"GET / HTTP/1.1\r\n\r\n";
+    assert_eq!(client.send(request).unwrap(), request.len());
+    let mut dst = Cursor::new(&regions);
+    let got = read(&mut neg, &server, &mut rx, Some(&mut dst), now).unwrap_or_else(|_| panic!("read failed"));
+    assert_eq!(&buf[..got.delivered], request);
+    assert_eq!(neg.path(), "tcp (the peer does not speak hadroNIO)");
+    assert_eq!(server.mark_looks(), 0);
 }
 
 #[test]
