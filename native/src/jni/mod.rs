@@ -88,11 +88,18 @@ fn jni_error(error: jni::errors::Error) -> Error {
 fn address(env: &mut Env<'_>, ip: jbyteArray, scope: jint, port: jint) -> Result<SocketAddr, Error> {
     // SAFETY: `ip` is a live local reference passed by the JVM for this call.
     let ip = unsafe { JByteArray::from_raw(ip) };
-    let bytes = env.convert_byte_array(&ip).map_err(jni_error)?;
+    let length = env.get_array_length(&ip).map_err(jni_error)?;
+    if length != 4 && length != 16 {
+        return Err(Error::invalid(format!("bad IP address length {length}")));
+    }
     if !(0..=65535).contains(&port) {
         return Err(Error::invalid(format!("port out of range: {port}")));
     }
-    socket_addr(&bytes, scope as u32, port as u16).ok_or_else(|| Error::invalid(format!("bad IP address length {}", bytes.len())))
+    let length = length as usize;
+    let mut signed = [0i8; 16];
+    env.get_byte_array_region(&ip, 0, &mut signed[..length]).map_err(jni_error)?;
+    let octets = signed.map(|b| b as u8);
+    socket_addr(&octets[..length], scope as u32, port as u16).ok_or_else(|| Error::invalid(format!("bad IP address length {length}")))
 }
 
 fn address_bytes(env: &mut Env<'_>, addr: Option<SocketAddr>) -> Result<jbyteArray, Error> {

@@ -390,21 +390,42 @@ pub fn socket_addr(ip: &[u8], scope_id: u32, port: u16) -> Option<SocketAddr> {
     }
 }
 
+/// An address encoded for Java (see [`encode_addr`]): at most 23 bytes, kept inline.
+pub struct EncodedAddr {
+    bytes: [u8; 23],
+    len: usize,
+}
+
+impl EncodedAddr {
+    fn push(&mut self, part: &[u8]) {
+        self.bytes[self.len..self.len + part.len()].copy_from_slice(part);
+        self.len += part.len();
+    }
+}
+
+impl std::ops::Deref for EncodedAddr {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// Encodes an address for Java: `[ip length][ip bytes][port: u16 BE][scope id: u32 BE]`.
-pub fn encode_addr(addr: &SocketAddr) -> Vec<u8> {
-    let mut out = Vec::with_capacity(23);
+pub fn encode_addr(addr: &SocketAddr) -> EncodedAddr {
+    let mut out = EncodedAddr { bytes: [0; 23], len: 0 };
     match addr {
         SocketAddr::V4(v4) => {
-            out.push(4);
-            out.extend_from_slice(&v4.ip().octets());
-            out.extend_from_slice(&v4.port().to_be_bytes());
-            out.extend_from_slice(&0u32.to_be_bytes());
+            out.push(&[4]);
+            out.push(&v4.ip().octets());
+            out.push(&v4.port().to_be_bytes());
+            out.push(&0u32.to_be_bytes());
         }
         SocketAddr::V6(v6) => {
-            out.push(16);
-            out.extend_from_slice(&v6.ip().octets());
-            out.extend_from_slice(&v6.port().to_be_bytes());
-            out.extend_from_slice(&v6.scope_id().to_be_bytes());
+            out.push(&[16]);
+            out.push(&v6.ip().octets());
+            out.push(&v6.port().to_be_bytes());
+            out.push(&v6.scope_id().to_be_bytes());
         }
     }
     out
@@ -501,7 +522,10 @@ mod tests {
     #[test]
     fn encodes_addresses_for_java() {
         let addr: SocketAddr = "10.1.2.3:258".parse().unwrap();
-        assert_eq!(encode_addr(&addr), vec![4, 10, 1, 2, 3, 1, 2, 0, 0, 0, 0]);
+        assert_eq!(&*encode_addr(&addr), &[4, 10, 1, 2, 3, 1, 2, 0, 0, 0, 0]);
+        let v6: SocketAddr = "[fe80::1%7]:1".parse().unwrap();
+        let encoded = encode_addr(&v6);
+        assert_eq!((encoded.len(), encoded[0], &encoded[17..]), (23, 16, &[0, 1, 0, 0, 0, 7][..]));
         assert_eq!(socket_addr(&[10, 1, 2, 3], 0, 258), Some(addr));
         assert_eq!(socket_addr(&[1, 2, 3], 0, 1), None);
     }
