@@ -356,7 +356,7 @@ impl Wire for SimWire {
 
 /// A peer that uses its socket the ordinary way: reads skip urgent bytes, as the JDK's do.
 pub struct PlainPeer {
-    wire: SimWire,
+    pub wire: SimWire,
 }
 
 impl PlainPeer {
