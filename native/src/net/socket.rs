@@ -272,16 +272,10 @@ impl Socket {
         self.inner.set_keepalive(true)
     }
 
-    /// Bytes received and not yet read (`FIONREAD`).
+    /// Bytes received and not yet read: the `FIONREAD` count [`Socket::before_mark`] asks for (0 if
+    /// the socket cannot be asked).
     pub fn pending_bytes(&self) -> usize {
-        let mut count: c_int = 0;
-        // SAFETY: FIONREAD writes one `c_int` to the live local.
-        let result = unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONREAD, &mut count) };
-        if result < 0 {
-            0
-        } else {
-            count.max(0) as usize
-        }
+        self.before_mark().unwrap_or(0)
     }
 
     /// The socket's `poll` events among `events` (error and hang-up always count), asked without
