@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use super::conn::{get_socket_option, set_socket_option, Conn};
 use super::error::{Error, Result, Status};
 use super::hub::{Events, Hub};
-use super::readiness::{Key, Ready, OP_ACCEPT};
+use super::readiness::{Key, Keys, Ready, OP_ACCEPT};
 use crate::config::Settings;
 use crate::net::poller::{self, EventFd};
 use crate::net::socket::Socket;
@@ -26,7 +26,7 @@ pub struct Listener {
     acceptable: AtomicBool,
     closed: AtomicBool,
     wake: EventFd,
-    keys: Mutex<Vec<Weak<Key>>>,
+    keys: Mutex<Keys>,
     hubs: Mutex<Vec<(Arc<Hub>, u32)>>,
     weak: Weak<Listener>,
 }
@@ -113,7 +113,7 @@ impl Listener {
 
     fn on_readable(&self) {
         self.acceptable.store(true, Ordering::Release);
-        let keys: Vec<Arc<Key>> = self.keys.lock().iter().filter_map(Weak::upgrade).collect();
+        let keys: Vec<Arc<Key>> = self.keys.lock().live().collect();
         for key in keys {
             key.notify();
         }
@@ -143,14 +143,12 @@ impl Listener {
         let fd = self.socket.lock().as_ref().ok_or_else(Error::closed)?.as_raw_fd();
         let id = hub.register_listener(Arc::<Listener>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         self.hubs.lock().push((hub.clone(), id));
-        let mut keys = self.keys.lock();
-        keys.retain(|k| k.strong_count() > 0);
-        keys.push(Arc::downgrade(key));
+        self.keys.lock().add(key);
         Ok(())
     }
 
     pub fn unregister_from(&self, hub: &Arc<Hub>, key: &Arc<Key>) {
-        self.keys.lock().retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+        self.keys.lock().remove(key);
         let fd = self.socket.lock().as_ref().map(|s| s.as_raw_fd());
         let mut hubs = self.hubs.lock();
         if let Some(index) = hubs.iter().position(|(h, _)| Arc::ptr_eq(h, hub)) {

@@ -27,8 +27,45 @@ use super::auth::{self, Secret};
 use super::error::{Error, Result, Status};
 use super::protocol::{self, Addr, FrameType, Hello, Identity, Role, FRAME_HEADER_LEN, MAGIC};
 
-/// Why a connection stays on TCP, in words: mostly a fixed text, which is not copied.
-pub type Why = Cow<'static, str>;
+/// Why a connection stays on TCP. Put in words only when shown (a log line, `describe`): most
+/// connections that stay on TCP are never shown, and a connection per request should not pay for
+/// a text nobody reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    Text(Cow<'static, str>),
+    /// The client's record of the server (see `peers.rs`) says the offer would only cost:
+    /// `count` connections in a row showed a plain server (`plain`) or ended before their upgrade
+    /// was due, and one connection in `gap` still offers.
+    Learned { plain: bool, count: u32, gap: u32 },
+}
+
+impl From<&'static str> for Why {
+    fn from(text: &'static str) -> Why {
+        Why::Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Why {
+    fn from(text: String) -> Why {
+        Why::Text(Cow::Owned(text))
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Text(text) => f.write_str(text),
+            Why::Learned { plain: true, count, gap } => write!(
+                f,
+                "the last {count} offers to this address went unanswered (a plain server); one connection in {gap} still offers"
+            ),
+            Why::Learned { plain: false, count, gap } => write!(
+                f,
+                "the last {count} connections to this address ended before their upgrade was due (a connection per request); one connection in {gap} still offers"
+            ),
+        }
+    }
+}
 
 /// The path a connection takes, as [`Negotiation::path`] puts it in words.
 #[derive(Clone, Debug)]
@@ -269,6 +306,28 @@ struct PeerStream {
     eof: bool,
 }
 
+/// What the connection is to do, oldest first. The first waits inline: more than one is rarely
+/// pending, and a connection that stays on TCP allocates nothing for its one.
+#[derive(Default)]
+struct Actions {
+    first: Option<Action>,
+    more: VecDeque<Action>,
+}
+
+impl Actions {
+    fn push_back(&mut self, action: Action) {
+        if self.first.is_none() && self.more.is_empty() {
+            self.first = Some(action);
+        } else {
+            self.more.push_back(action);
+        }
+    }
+
+    fn pop_front(&mut self) -> Option<Action> {
+        self.first.take().or_else(|| self.more.pop_front())
+    }
+}
+
 /// The state machine of one connection's control stream.
 pub struct Negotiation {
     policy: Policy,
@@ -279,7 +338,7 @@ pub struct Negotiation {
     out: Vec<u8>,
     /// An urgent byte to send before `out` (and after every raw byte written so far).
     urgent: Option<u8>,
-    actions: VecDeque<Action>,
+    actions: Actions,
     /// Our stream carries frames (our mark went out).
     framed: bool,
     /// Our RAW went out: our later bytes are raw.
@@ -325,7 +384,7 @@ impl Negotiation {
             peer: PeerStream::default(),
             out: Vec::new(),
             urgent: None,
-            actions: VecDeque::new(),
+            actions: Actions::default(),
             framed: false,
             raw_again: false,
             path,
@@ -455,10 +514,10 @@ impl Negotiation {
             Path::OutputShutDown => Cow::Borrowed("tcp (output shut down before the upgrade)"),
             Path::Ucx => Cow::Borrowed("ucx"),
             Path::Tcp(why) => Cow::Owned(format!("tcp ({why})")),
-            Path::Policy => {
-                let why = self.policy.upgrade.as_ref().err().map_or("", |(_, why)| why);
-                Cow::Owned(format!("tcp ({why})"))
-            }
+            Path::Policy => match self.policy.upgrade.as_ref().err() {
+                Some((_, why)) => Cow::Owned(format!("tcp ({why})")),
+                None => Cow::Borrowed("tcp ()"),
+            },
         }
     }
 
@@ -1136,7 +1195,7 @@ impl Negotiation {
                 // counts). With a secret the bytes held back go out raw now.
                 *waited = true;
                 self.learned(Outcome::Plain);
-                let why = Why::Owned(format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait)));
+                let why = Why::from(format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait)));
                 self.path = Path::Tcp(why.clone());
                 self.actions.push_back(Action::GaveUp(TcpReason::PlainPeer, why));
             }
@@ -1206,8 +1265,8 @@ impl Negotiation {
     fn decide_plain(&mut self, reason: TcpReason, why: &'static str) {
         self.stage = Stage::Plain;
         self.rx = Rx::Raw(Watch::Nothing);
-        self.path = Path::Tcp(Why::Borrowed(why));
-        self.actions.push_back(Action::GaveUp(reason, Why::Borrowed(why)));
+        self.path = Path::Tcp(Why::from(why));
+        self.actions.push_back(Action::GaveUp(reason, Why::from(why)));
     }
 
     /// Gives the upgrade up for our writes: RAW if our stream carries frames.
@@ -1224,5 +1283,38 @@ impl Negotiation {
         self.stage = Stage::Plain;
         self.path = Path::Tcp(why.clone());
         self.actions.push_back(Action::GaveUp(reason, why));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_come_out_in_the_order_they_went_in() {
+        let mut actions = Actions::default();
+        assert!(actions.pop_front().is_none());
+        actions.push_back(Action::Probe(1));
+        actions.push_back(Action::Probe(2));
+        assert_eq!(actions.pop_front(), Some(Action::Probe(1)));
+        actions.push_back(Action::Probe(3));
+        assert_eq!(actions.pop_front(), Some(Action::Probe(2)), "an older one waiting behind the inline slot goes first");
+        actions.push_back(Action::Switched);
+        assert_eq!(actions.pop_front(), Some(Action::Probe(3)));
+        assert_eq!(actions.pop_front(), Some(Action::Switched));
+        assert!(actions.pop_front().is_none());
+        actions.push_back(Action::GaveUp(TcpReason::PlainPeer, Why::from("plain")));
+        assert_eq!(actions.pop_front(), Some(Action::GaveUp(TcpReason::PlainPeer, Why::from("plain"))));
+    }
+
+    #[test]
+    fn a_learned_reason_is_put_in_words_only_when_shown() {
+        let why = Why::Learned { plain: true, count: 2, gap: 16 };
+        assert_eq!(
+            why.to_string(),
+            "the last 2 offers to this address went unanswered (a plain server); one connection in 16 still offers"
+        );
+        let why = Why::Learned { plain: false, count: 8, gap: 256 };
+        assert!(why.to_string().starts_with("the last 8 connections to this address ended before their upgrade"), "{why}");
     }
 }

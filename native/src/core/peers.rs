@@ -99,17 +99,11 @@ impl Peers {
             return Ok(());
         }
         let why = if reason == TcpReason::PlainPeer {
-            format!(
-                "the last {} offers to this address went unanswered (a plain server); one connection in {} still offers",
-                record.plain, record.gap
-            )
+            Why::Learned { plain: true, count: record.plain, gap: record.gap }
         } else {
-            format!(
-                "the last {} connections to this address ended before their upgrade was due (a connection per request); one connection in {} still offers",
-                record.short, record.gap
-            )
+            Why::Learned { plain: false, count: record.short, gap: record.gap }
         };
-        Err((reason, Why::Owned(why)))
+        Err((reason, why))
     }
 
     /// What a connection to `server` that offered showed.
@@ -182,7 +176,7 @@ mod tests {
         peers.learn(addr(1), Outcome::Plain, now);
         let advice = peers.advice(addr(1), now).unwrap_err();
         assert_eq!(advice.0, TcpReason::PlainPeer);
-        assert!(advice.1.contains("2 offers"), "{}", advice.1);
+        assert!(advice.1.to_string().contains("2 offers"), "{}", advice.1);
         assert_eq!(offers(&peers, addr(1), SAMPLE_EVERY * 4, now), 4);
         assert!(peers.advice(addr(2), now).is_ok(), "another address is not affected");
     }
@@ -201,7 +195,7 @@ mod tests {
             peers.learn(addr(1), Outcome::Short, now);
         }
         assert_eq!(gaps, [16, 32, 64, 128, 256, 256, 256]);
-        assert!(peers.advice(addr(1), now).unwrap_err().1.contains("one connection in 256"));
+        assert!(peers.advice(addr(1), now).unwrap_err().1.to_string().contains("one connection in 256"));
         // The next sample found a plain server: the record says something else now, and the
         // gap starts over once that is settled.
         peers.learn(addr(1), Outcome::Plain, now);

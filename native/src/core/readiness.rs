@@ -32,6 +32,53 @@ pub trait Queue: Send + Sync {
     fn enqueue(&self, key: Arc<Key>);
 }
 
+/// The keys of one channel, held weakly (a key holds its channel, not the other way round). The
+/// first is kept inline: a channel is mostly registered with one selector, and registering a new
+/// connection should cost no allocation for its list.
+#[derive(Default)]
+pub struct Keys {
+    /// None only if `more` is empty too.
+    first: Option<Weak<Key>>,
+    more: Vec<Weak<Key>>,
+}
+
+impl Keys {
+    /// Adds `key` (and forgets keys that are gone); returns how many there are now.
+    pub fn add(&mut self, key: &Arc<Key>) -> usize {
+        self.retain(|_| true);
+        let key = Arc::downgrade(key);
+        if self.first.is_none() {
+            self.first = Some(key);
+        } else {
+            self.more.push(key);
+        }
+        self.len()
+    }
+
+    /// Removes `key` (and keys that are gone); returns how many are left.
+    pub fn remove(&mut self, key: &Arc<Key>) -> usize {
+        self.retain(|k| !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
+        self.len()
+    }
+
+    /// The keys that are still there.
+    pub fn live(&self) -> impl Iterator<Item = Arc<Key>> + '_ {
+        self.first.iter().chain(self.more.iter()).filter_map(Weak::upgrade)
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+
+    fn retain(&mut self, keep: impl Fn(&Weak<Key>) -> bool) {
+        let keep = |k: &Weak<Key>| k.strong_count() > 0 && keep(k);
+        self.more.retain(keep);
+        if self.first.as_ref().is_some_and(|k| !keep(k)) {
+            self.first = if self.more.is_empty() { None } else { Some(self.more.remove(0)) };
+        }
+    }
+}
+
 /// A registration of a channel with a selector.
 pub struct Key {
     /// The Java side's index of this key.
@@ -119,5 +166,58 @@ impl Key {
     /// The select in progress is done with the key.
     pub fn stop_collecting(&self) {
         self.collecting.store(false, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A channel that is never ready and keeps no keys (the list under test keeps them).
+    struct Idle;
+
+    impl Ready for Idle {
+        fn ready_ops(&self) -> u32 {
+            0
+        }
+
+        fn forget(&self, _: &Arc<Key>, _: &Arc<Hub>) {}
+    }
+
+    /// A selector that is gone.
+    struct Gone;
+
+    impl Queue for Gone {
+        fn enqueue(&self, _: Arc<Key>) {}
+    }
+
+    fn key(index: i32) -> Arc<Key> {
+        let queue: Weak<dyn Queue> = Weak::<Gone>::new();
+        Arc::new(Key::new(index, OP_READ, queue, Arc::new(Idle)))
+    }
+
+    fn indexes(keys: &Keys) -> Vec<i32> {
+        keys.live().map(|k| k.index).collect()
+    }
+
+    #[test]
+    fn a_channels_keys_keep_their_order_through_removals_and_forget_dropped_ones() {
+        let mut keys = Keys::default();
+        let (a, b, c) = (key(1), key(2), key(3));
+        assert_eq!(keys.add(&a), 1);
+        assert_eq!(keys.add(&b), 2);
+        assert_eq!(keys.add(&c), 3);
+        assert_eq!(indexes(&keys), [1, 2, 3]);
+        assert_eq!(keys.remove(&a), 2, "removing the inline key moves the next one up");
+        assert_eq!(indexes(&keys), [2, 3]);
+        drop(b);
+        let d = key(4);
+        assert_eq!(keys.add(&d), 2, "a key that is gone is forgotten when another comes");
+        assert_eq!(indexes(&keys), [3, 4]);
+        assert_eq!(keys.remove(&c), 1);
+        assert_eq!(keys.remove(&d), 0);
+        assert_eq!(indexes(&keys), Vec::<i32>::new());
+        assert_eq!(keys.add(&a), 1, "an emptied list takes keys again");
+        assert_eq!(indexes(&keys), [1]);
     }
 }

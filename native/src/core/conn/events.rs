@@ -130,26 +130,21 @@ impl Conn {
     // --- selectors ----------------------------------------------------------------------------
 
     pub fn add_key(&self, key: &Arc<Key>) {
-        let mut keys = self.keys.lock();
-        keys.retain(|k| k.strong_count() > 0);
-        keys.push(Arc::downgrade(key));
-        self.key_count.store(keys.len(), Ordering::Release);
+        let count = self.keys.lock().add(key);
+        self.key_count.store(count, Ordering::Release);
     }
 
     pub fn remove_key(&self, key: &Arc<Key>) {
-        let mut keys = self.keys.lock();
-        keys.retain(|k| k.strong_count() > 0 && !std::ptr::eq(k.as_ptr(), Arc::as_ptr(key)));
-        self.key_count.store(keys.len(), Ordering::Release);
+        let count = self.keys.lock().remove(key);
+        self.key_count.store(count, Ordering::Release);
     }
 
     pub(super) fn notify_keys(&self) {
         if self.key_count.load(Ordering::Acquire) == 0 {
             return;
         }
-        for key in self.keys.lock().iter() {
-            if let Some(key) = key.upgrade() {
-                key.notify();
-            }
+        for key in self.keys.lock().live() {
+            key.notify();
         }
     }
 

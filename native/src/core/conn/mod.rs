@@ -49,7 +49,7 @@ use super::protocol::Identity;
 use super::link::Link;
 use super::negotiation::{Negotiation, TcpReason};
 use super::protocol::Role;
-use super::readiness::Key;
+use super::readiness::Keys;
 use super::stream::{RxState, TxState};
 use crate::config::Settings;
 use crate::net::poller;
@@ -135,7 +135,7 @@ pub struct Conn {
     /// Set while the background thread watches this connection's staged data.
     watched: AtomicBool,
     hub: OnceLock<Arc<Hub>>,
-    keys: Mutex<Vec<Weak<Key>>>,
+    keys: Mutex<Keys>,
     key_count: AtomicUsize,
     weak: Weak<Conn>,
 }

@@ -63,20 +63,20 @@ fn nonce() -> u64 {
 /// What this side may do on a connection with `peer` (rules, settings, UCX availability).
 pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settings) -> Policy {
     let upgrade = if !s.ucx {
-        Err((TcpReason::Rule, Why::Borrowed("UCX disabled by hadronio.transport=tcp")))
+        Err((TcpReason::Rule, Why::from("UCX disabled by hadronio.transport=tcp")))
     } else {
         let rule_role = if role == Role::Client { rules::Role::Connect } else { rules::Role::Accept };
         let (allowed, rule) = s.rules.decide(rule_role, peer.ip(), service_port);
         if !allowed {
             let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
-            Err((TcpReason::Rule, Why::Owned(format!("{whose} '{rule}'"))))
+            Err((TcpReason::Rule, Why::from(format!("{whose} '{rule}'"))))
         } else {
             // A client skips the offer where the last connections to the address showed that it
             // only costs (see `peers.rs`).
             let learned = if role == Role::Client { peers().advice(peer, Instant::now()) } else { Ok(()) };
             // A context still being made does not hold the connection up (see `lanes.rs`).
             learned.and_then(|()| match crate::core::lanes::failure(crate::core::lanes::Kind::Full) {
-                Some(e) => Err((TcpReason::NoPath, Why::Owned(format!("UCX unavailable: {e}")))),
+                Some(e) => Err((TcpReason::NoPath, Why::from(format!("UCX unavailable: {e}")))),
                 None => Ok(()),
             })
         }
