@@ -113,10 +113,7 @@ impl Listener {
 
     fn on_readable(&self) {
         self.acceptable.store(true, Ordering::Release);
-        let keys: Vec<Arc<Key>> = self.keys.lock().live().collect();
-        for key in keys {
-            key.notify();
-        }
+        self.keys.lock().notify();
     }
 
     /// `OP_ACCEPT` if a connection is pending. The edge-triggered flag says "maybe"; the socket

@@ -66,6 +66,13 @@ impl Keys {
         self.first.iter().chain(self.more.iter()).filter_map(Weak::upgrade)
     }
 
+    /// Tells every key that the channel may have become ready (see [`Key::notify`]).
+    pub fn notify(&self) {
+        for key in self.live() {
+            key.notify();
+        }
+    }
+
     fn len(&self) -> usize {
         usize::from(self.first.is_some()) + self.more.len()
     }

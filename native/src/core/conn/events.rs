@@ -143,9 +143,7 @@ impl Conn {
         if self.key_count.load(Ordering::Acquire) == 0 {
             return;
         }
-        for key in self.keys.lock().live() {
-            key.notify();
-        }
+        self.keys.lock().notify();
     }
 
     /// The operations this channel is ready for (`SelectionKey` bits). Control frames were
