@@ -7,6 +7,9 @@ use std::path::PathBuf;
 fn main() {
     // Load libucp & co. from the directory the library itself was loaded from.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
+    // ucx/logging.rs and ucx/mod.rs call libucs (log handler, signal handlers) directly; the
+    // bindings link libucp only.
+    println!("cargo:rustc-link-lib=dylib=ucs");
     println!("cargo:rerun-if-changed=src/jni");
     println!("cargo:rerun-if-changed=src/lib.rs");
     println!("cargo:rerun-if-changed=cbindgen.toml");

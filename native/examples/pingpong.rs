@@ -1,5 +1,8 @@
 //! Round trips through the core without a JVM: `cargo run --release --example pingpong [size] [count]`.
 //! Shows what the native path costs on its own (compare with `ucx_perftest -t tag_lat`).
+//!
+//! Across two processes or hosts: `pingpong size count --serve host:port` on one side and
+//! `pingpong size count --to host:port` on the other.
 
 use std::net::SocketAddr;
 use std::thread;
@@ -31,23 +34,51 @@ fn exchange(conn: &Conn, buf: &mut [u8], first: bool) {
     }
 }
 
+fn echo(server: std::sync::Arc<Conn>, size: usize, count: usize) {
+    let mut buf = vec![0u8; size];
+    for _ in 0..count {
+        exchange(&server, &mut buf, false);
+    }
+}
+
 fn main() {
+    hadronio::initialize();
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);
-    let listener = Listener::open(settings()).expect("listener");
-    listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 4).expect("bind");
-    let addr = listener.local_addr().unwrap().unwrap();
-    let client = Conn::open(settings()).expect("conn");
-    client.connect(&addr, true, None).expect("connect");
-    let server = listener.accept(true, None).expect("accept").expect("connection");
-    let warmup = 10_000;
-    let echo = thread::spawn(move || {
-        let mut buf = vec![0u8; size];
-        for _ in 0..warmup + count {
-            exchange(&server, &mut buf, false);
+    let role = args.get(3).map(String::as_str);
+    let peer: Option<SocketAddr> = args.get(4).map(|a| a.parse().expect("host:port"));
+    let warmup = if role.is_some() { count / 10 } else { 10_000 };
+    let client = match (role, peer) {
+        (Some("--serve"), Some(addr)) => {
+            let listener = Listener::open(settings()).expect("listener");
+            listener.bind(&addr, 4).expect("bind");
+            let server = listener.accept(true, None).expect("accept").expect("connection");
+            echo(server, size, warmup + count);
+            println!("answered {} round trips", warmup + count);
+            return;
         }
-    });
+        (Some("--to"), Some(addr)) => {
+            let client = Conn::open(settings()).expect("conn");
+            let start = Instant::now();
+            while let Err(e) = client.connect(&addr, true, None) {
+                assert!(start.elapsed().as_secs() < 60, "connect: {e:?}");
+                thread::sleep(std::time::Duration::from_millis(200));
+            }
+            client
+        }
+        (None, _) => {
+            let listener = Listener::open(settings()).expect("listener");
+            listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 4).expect("bind");
+            let addr = listener.local_addr().unwrap().unwrap();
+            let client = Conn::open(settings()).expect("conn");
+            client.connect(&addr, true, None).expect("connect");
+            let server = listener.accept(true, None).expect("accept").expect("connection");
+            thread::spawn(move || echo(server, size, warmup + count));
+            client
+        }
+        _ => panic!("usage: pingpong [size] [count] [--serve host:port | --to host:port]"),
+    };
     let mut buf = vec![0u8; size];
     for _ in 0..warmup {
         exchange(&client, &mut buf, true);
@@ -57,6 +88,5 @@ fn main() {
         exchange(&client, &mut buf, true);
     }
     let elapsed = start.elapsed();
-    echo.join().unwrap();
     println!("{size} B round trip: {:.2} us ({})", elapsed.as_secs_f64() * 1e6 / count as f64, client.describe().lines().next().unwrap_or(""));
 }

@@ -694,10 +694,15 @@ impl Armed {
     }
 }
 
-/// Arms a worker.
+/// Arms a worker. Arming asks the transports to signal their *next* event: with InfiniBand and
+/// RoCE (`ibv_req_notify_cq`) a completion that arrived after the last progress call but before
+/// the arm signals nothing and would sit in its queue while the thread sleeps. So the worker is
+/// progressed once more after arming; what that finds is handled before sleeping (the notice it
+/// armed for comes later and only ends one sleep early).
 pub fn arm_worker(worker: &Worker) -> Armed {
     let lock = worker.lock();
     match lock.arm() {
+        Ok(true) if lock.progress() > 0 => Armed::Busy,
         Ok(true) => Armed::Yes,
         Ok(false) if lock.progress() > 0 => Armed::Busy,
         Ok(false) => Armed::Stuck,
