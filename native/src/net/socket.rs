@@ -353,19 +353,50 @@ pub struct LivenessTimers {
 }
 
 impl LivenessTimers {
-    /// Probes every third of the timeout (at least every second, the kernel's granularity), so
-    /// that several go unanswered before the timeout ends the connection.
+    /// Probes every sixth of the timeout (at least every second, the kernel's granularity). The
+    /// kernel looks at the user timeout only when its keepalive timer fires, once per interval
+    /// after the last packet from the peer, and ends the connection at the first firing at
+    /// least that long after it: the user timeout is the last whole number of intervals within
+    /// the timeout, where the connection then ends. An outage survives when a probe sent after
+    /// it ends is answered before then, so every outage shorter than the timeout less two
+    /// intervals (20 s at 30 s) is survived, whatever the phase of the timer.
     pub fn for_timeout(millis: u64) -> LivenessTimers {
         // Kernel limits: MAX_TCP_KEEPIDLE / MAX_TCP_KEEPINTVL 32767 s, MAX_TCP_KEEPCNT 127.
         let millis = millis.clamp(1, i32::MAX as u64);
-        let step = (millis / 3000).clamp(1, 32767);
+        let step = (millis / 6000).clamp(1, 32767);
         let count = (millis / 1000).saturating_sub(step) / step;
+        let step_ms = step * 1000;
+        let user_timeout_ms = if millis >= step_ms { millis / step_ms * step_ms } else { millis };
         LivenessTimers {
             idle_s: step as c_int,
             interval_s: step as c_int,
             count: count.clamp(1, 127) as c_int,
-            user_timeout_ms: millis as c_int,
+            user_timeout_ms: user_timeout_ms as c_int,
         }
+    }
+
+    /// Whether a connection whose peer was last heard at 0 survives an outage of the link from
+    /// `cut_ms` for `outage_ms`, as the kernel's keepalive timer decides (tcp_keepalive_timer):
+    /// at each firing it ends the connection when the peer has been silent for the user
+    /// timeout, and otherwise sends a probe, which the peer answers at once unless the link is
+    /// down.
+    #[cfg(test)]
+    fn survives(&self, cut_ms: u64, outage_ms: u64) -> bool {
+        let interval = self.interval_s as u64 * 1000;
+        let mut heard = 0;
+        let mut firing = self.idle_s as u64 * 1000;
+        while firing < cut_ms + outage_ms + 2 * interval {
+            if firing - heard >= self.user_timeout_ms as u64 && firing > heard {
+                return false;
+            }
+            if !(cut_ms..cut_ms + outage_ms).contains(&firing) {
+                heard = firing;
+                firing += self.idle_s as u64 * 1000;
+            } else {
+                firing += interval;
+            }
+        }
+        true
     }
 }
 
@@ -482,21 +513,40 @@ mod tests {
     fn liveness_timers_fit_the_timeout() {
         let t = LivenessTimers::for_timeout(4000);
         assert_eq!(t, LivenessTimers { idle_s: 1, interval_s: 1, count: 3, user_timeout_ms: 4000 });
-        let t = LivenessTimers::for_timeout(60_000);
-        assert_eq!((t.idle_s, t.interval_s, t.count, t.user_timeout_ms), (20, 20, 2, 60_000));
+        let t = LivenessTimers::for_timeout(30_000);
+        assert_eq!((t.idle_s, t.interval_s, t.count, t.user_timeout_ms), (5, 5, 5, 30_000));
         let t = LivenessTimers::for_timeout(300);
         assert_eq!((t.idle_s, t.interval_s, t.count, t.user_timeout_ms), (1, 1, 1, 300));
         let t = LivenessTimers::for_timeout(86_400_000);
-        assert_eq!((t.idle_s, t.interval_s, t.count), (28_800, 28_800, 2));
-        for millis in [1, 999, 1000, 2500, 4000, 10_000, 123_456, 86_400_000] {
+        assert_eq!((t.idle_s, t.interval_s, t.count), (14_400, 14_400, 5));
+        let t = LivenessTimers::for_timeout(20_000);
+        assert_eq!((t.idle_s, t.interval_s, t.user_timeout_ms), (3, 3, 18_000), "ends at the sixth firing, not the seventh at 21 s");
+        for millis in [1, 999, 1000, 2500, 4000, 10_000, 20_000, 30_000, 123_456, 86_400_000] {
             let t = LivenessTimers::for_timeout(millis);
             assert!(t.idle_s >= 1 && t.interval_s >= 1 && (1..=127).contains(&t.count), "{millis}: {t:?}");
+            assert!(t.user_timeout_ms as u64 <= millis, "{millis}: {t:?}");
+            assert!(millis < 1000 || t.user_timeout_ms % (t.interval_s * 1000) == 0, "{millis}: {t:?}");
             // The probes fit in the timeout (or are as few and as early as the kernel allows).
             assert!(
                 (t.idle_s + t.count * t.interval_s) as u64 * 1000 <= millis.max(2000),
                 "{millis}: {t:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_outage_of_half_the_liveness_timeout_is_survived_whatever_the_timers_phase() {
+        for millis in [6000, 10_000, 20_000, 30_000, 123_456] {
+            let t = LivenessTimers::for_timeout(millis);
+            let interval = t.interval_s as u64 * 1000;
+            // The last probe answered before the cut went out up to one interval before it.
+            for cut in (0..=interval).step_by(100) {
+                assert!(t.survives(cut, millis / 2), "{millis}: {t:?}, an outage of {} ms from {cut} ms", millis / 2);
+            }
+            assert!(!t.survives(0, millis), "{millis}: {t:?} must notice an outage as long as the timeout");
+        }
+        let t = LivenessTimers::for_timeout(30_000);
+        assert!((0..=5000).step_by(100).all(|cut| t.survives(cut, 20_000)), "the default survives 20 s");
     }
 
     #[test]
