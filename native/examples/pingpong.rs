@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Instant;
 
-use hadronio::config::settings;
+use hadronio::config::{settings, Settings};
 use hadronio::core::conn::Conn;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
@@ -43,6 +43,8 @@ fn echo(server: std::sync::Arc<Conn>, size: usize, count: usize) {
 
 fn main() {
     hadronio::initialize();
+    // The example measures the UCX path wherever UCX goes, software RDMA devices included.
+    Settings::install(Settings { software_rdma: true, ..Settings::default() });
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);

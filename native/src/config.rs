@@ -44,6 +44,9 @@ pub struct Settings {
     pub upgrade_delay_ms: u64,
     /// Which connections may upgrade (`hadronio.rules`).
     pub rules: Rules,
+    /// Whether a connection upgrades where UCX reaches the peer only through a software RDMA
+    /// device (Soft-RoCE, soft-iWARP), which moves data more slowly than the kernel's TCP.
+    pub software_rdma: bool,
 }
 
 impl Default for Settings {
@@ -63,6 +66,7 @@ impl Default for Settings {
             offer_ms: 200,
             upgrade_delay_ms: 20,
             rules: Rules::default(),
+            software_rdma: false,
         }
     }
 }
@@ -82,7 +86,7 @@ pub fn automatic_blocking_workers() -> usize {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 12] = [
+pub const SETTING_NAMES: [&str; 13] = [
     "slots",
     "slotLength",
     "sendBufferLength",
@@ -95,6 +99,7 @@ pub const SETTING_NAMES: [&str; 12] = [
     "offerMillis",
     "blockingWorkers",
     "upgradeDelayMillis",
+    "softwareRdma",
 ];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -131,6 +136,7 @@ impl Settings {
             },
             upgrade_delay_ms: range(11, 0, 60_000)? as u64,
             rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
+            software_rdma: range(12, 0, 1)? == 1,
         })
     }
 
@@ -156,6 +162,7 @@ impl Settings {
         note(self.secret.is_some(), "secret", String::from("(set)"));
         note(self.offer_ms != default.offer_ms, "offerMillis", self.offer_ms.to_string());
         note(self.upgrade_delay_ms != default.upgrade_delay_ms, "upgradeDelayMillis", self.upgrade_delay_ms.to_string());
+        note(self.software_rdma != default.software_rdma, "softwareRdma", self.software_rdma.to_string());
         changes
     }
 
@@ -176,25 +183,29 @@ mod tests {
 
     #[test]
     fn changes_name_what_differs_from_the_defaults() {
-        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 0, 20];
+        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 0, 20, 0];
         assert!(Settings::from_values(&values, None, "").unwrap().changes().is_empty());
         values[0] = 8;
         values[5] = 0;
         values[11] = 0;
+        values[12] = 1;
         let changes = Settings::from_values(&values, Some(b"x"), "").unwrap().changes();
-        assert_eq!(changes, ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)", "hadronio.upgradeDelayMillis=0"]);
+        assert_eq!(
+            changes,
+            ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)", "hadronio.upgradeDelayMillis=0", "hadronio.softwareRdma=true"]
+        );
     }
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2, 5];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2, 5, 1];
         let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
         assert_eq!(s.spare_workers, 4);
         assert_eq!(s.blocking_workers, 2);
         assert_eq!(s.upgrade_delay_ms, 5);
-        assert!(s.ucx && !s.ipv6);
+        assert!(s.ucx && !s.ipv6 && s.software_rdma);
         assert!(s.secret.is_some());
         assert!(Settings::from_values(&good, Some(b""), "").unwrap().secret.is_none());
         let mut bad = good;
@@ -215,6 +226,9 @@ mod tests {
         let mut bad = good;
         bad[11] = 60_001;
         assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("upgradeDelayMillis = 60001"));
+        let mut bad = good;
+        bad[12] = 2;
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("softwareRdma = 2"));
         assert!(Settings::from_values(&good[..3], None, "").is_err());
         let mut automatic = good;
         automatic[10] = 0;

@@ -31,10 +31,14 @@ pub enum Counter {
     WorkersDestroyed,
     LanesOpened,
     LanesClosed,
+    EndpointsCreated,
+    EndpointsDestroyed,
+    LargeSendsDirect,
+    LargeReceivesDirect,
 }
 
 impl Counter {
-    pub const ALL: [Counter; 19] = [
+    pub const ALL: [Counter; 23] = [
         Counter::Connections,
         Counter::UpgradesSharedMemory,
         Counter::UpgradesNetwork,
@@ -54,6 +58,10 @@ impl Counter {
         Counter::WorkersDestroyed,
         Counter::LanesOpened,
         Counter::LanesClosed,
+        Counter::EndpointsCreated,
+        Counter::EndpointsDestroyed,
+        Counter::LargeSendsDirect,
+        Counter::LargeReceivesDirect,
     ];
 
     /// The attribute name (JMX).
@@ -78,6 +86,10 @@ impl Counter {
             Counter::WorkersDestroyed => "WorkersDestroyed",
             Counter::LanesOpened => "LanesOpened",
             Counter::LanesClosed => "LanesClosed",
+            Counter::EndpointsCreated => "EndpointsCreated",
+            Counter::EndpointsDestroyed => "EndpointsDestroyed",
+            Counter::LargeSendsDirect => "LargeSendsDirect",
+            Counter::LargeReceivesDirect => "LargeReceivesDirect",
         }
     }
 
@@ -103,6 +115,10 @@ impl Counter {
             Counter::WorkersDestroyed => "UCX workers destroyed (created minus destroyed: how many there are)",
             Counter::LanesOpened => "lanes opened: a hub's use of a worker, new or kept as a spare",
             Counter::LanesClosed => "lanes closed (their worker destroyed or kept as a spare)",
+            Counter::EndpointsCreated => "UCX endpoints created: one per peer worker and worker here, shared by the connections between them",
+            Counter::EndpointsDestroyed => "UCX endpoints closed (created minus closed: how many there are)",
+            Counter::LargeSendsDirect => "messages above the slot length sent from the application's memory (UCX's rendezvous: RDMA where the transport has it)",
+            Counter::LargeReceivesDirect => "messages above the slot length received straight into the application's memory",
         }
     }
 }

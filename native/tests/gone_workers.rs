@@ -6,11 +6,11 @@
 
 use std::sync::Arc;
 
-use hadronio::ucx::{Context, Endpoint, Worker};
+use hadronio::ucx::{Context, ContextOptions, Endpoint, Worker};
 
 #[test]
 fn no_endpoint_reaches_a_worker_of_this_process_that_is_gone() {
-    let context = Context::new(0, true).unwrap();
+    let context = Context::new(&ContextOptions { longest: 0, shared_memory: true, retransmit_for: None }).unwrap();
     let client = Worker::new(&context).unwrap();
     let doomed = Worker::new(&context).unwrap();
     let address = doomed.address().to_vec();

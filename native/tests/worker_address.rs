@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use hadronio::ucx::{check_worker_address, Context, Endpoint, Worker};
+use hadronio::ucx::{check_worker_address, Context, ContextOptions, Endpoint, Worker};
 
 /// xorshift64*: reproducible mutations without a dependency.
 struct Rng(u64);
@@ -37,7 +37,7 @@ fn try_connect(worker: &std::sync::Arc<Worker>, address: &[u8]) -> Result<(), St
 fn forged_worker_addresses_never_abort() {
     // (UCX logs many of the refused addresses as errors; the test only cares that none aborts.)
     std::env::set_var("UCX_TLS", "self");
-    let context = Context::new(0, true).unwrap();
+    let context = Context::new(&ContextOptions { longest: 0, shared_memory: true, retransmit_for: None }).unwrap();
     let worker = Worker::new(&context).unwrap();
     let real = worker.address().to_vec();
     assert!(check_worker_address(&real).is_ok());

@@ -32,7 +32,7 @@ use super::identity::Locality;
 use super::protocol;
 use crate::config::Settings;
 use crate::stats::{self, Counter};
-use crate::ucx::{self, Context, Endpoint, Start, Status, Worker};
+use crate::ucx::{self, Context, ContextOptions, Endpoint, Start, Status, Worker};
 
 /// Which UCX context a worker comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,11 +47,16 @@ pub enum Kind {
 static CONTEXTS: [OnceLock<Result<Arc<Context>, String>>; 2] = [OnceLock::new(), OnceLock::new()];
 
 /// The process-wide UCX context of `kind`, created on first use (or the reason there is none).
-/// The first call creates it, for receive slots of `slot_len` bytes.
-pub fn context(kind: Kind, slot_len: u32) -> Result<&'static Arc<Context>, String> {
+/// The first call creates it, as `tuning` says.
+pub fn context(kind: Kind, tuning: Tuning) -> Result<&'static Arc<Context>, String> {
     CONTEXTS[kind as usize]
         .get_or_init(|| {
-            Context::new(slot_len as usize, kind == Kind::Full).inspect_err(|e| match kind {
+            let options = ContextOptions {
+                longest: tuning.slot_len as usize,
+                shared_memory: kind == Kind::Full,
+                retransmit_for: (tuning.liveness_ms > 0).then(|| Duration::from_millis(tuning.liveness_ms)),
+            };
+            Context::new(&options).inspect_err(|e| match kind {
                 Kind::Full => warn!("UCX is unavailable, connections stay on TCP: {e}"),
                 Kind::Isolated => warn!("UCX without shared memory is unavailable; peers on this host that shared memory does not reach stay on TCP: {e}"),
             })
@@ -97,7 +102,7 @@ fn short_of(limit: u64, open: u64) -> Option<String> {
 }
 
 /// A new worker of `kind` (creating the context first if need be).
-fn make_worker(kind: Kind, slot_len: u32) -> Result<Arc<Worker>, String> {
+fn make_worker(kind: Kind, tuning: Tuning) -> Result<Arc<Worker>, String> {
     if let Some(short) = descriptors_short() {
         return Err(short);
     }
@@ -109,7 +114,7 @@ fn make_worker(kind: Kind, slot_len: u32) -> Result<Arc<Worker>, String> {
     }
     MAKING.fetch_add(1, Ordering::AcqRel);
     let _making = Making;
-    context(kind, slot_len).and_then(|context| Worker::new(context).map_err(|e| e.to_string()))
+    context(kind, tuning).and_then(|context| Worker::new(context).map_err(|e| e.to_string()))
 }
 
 /// Waits, at most `wait`, until no thread is creating a UCX context or worker: the process's exit
@@ -129,12 +134,14 @@ pub struct Tuning {
     /// How many workers are kept for the next lanes (those of closed lanes and the one made
     /// ahead of need); 0: none, and none is made ahead.
     pub spare_workers: usize,
+    /// `hadronio.livenessMillis`: how long the UCX half keeps retransmitting to a silent peer.
+    pub liveness_ms: u64,
 }
 
 impl Tuning {
     /// What lanes take from `settings`.
     pub fn of(settings: &Settings) -> Tuning {
-        Tuning { slot_len: settings.slot_len, spare_workers: settings.spare_workers }
+        Tuning { slot_len: settings.slot_len, spare_workers: settings.spare_workers, liveness_ms: settings.liveness_ms }
     }
 }
 
@@ -505,7 +512,7 @@ pub fn warm(kind: Kind, tuning: Tuning) {
         let made = if SPARES[kind as usize].lock().workers.is_empty() {
             // Caught here too (the thread survives a panic anyway): `done` must run, or lanes
             // would wait for this worker until WARM_WAIT each time.
-            std::panic::catch_unwind(|| make_worker(kind, tuning.slot_len)).unwrap_or_else(|_| Err(String::from("panicked")))
+            std::panic::catch_unwind(|| make_worker(kind, tuning)).unwrap_or_else(|_| Err(String::from("panicked")))
         } else {
             Err(String::from("not needed"))
         };
@@ -568,7 +575,7 @@ impl Lane {
     fn open(kind: Kind, sink: &Arc<LinkSink>, key: Option<u64>, reusable: bool, tuning: Tuning) -> Result<Arc<Lane>, String> {
         let (worker, endpoints, touched) = match take_spare(kind) {
             Some(spare) => (spare.worker, spare.endpoints, spare.touched),
-            None => (make_worker(kind, tuning.slot_len)?, Arc::default(), Arc::default()),
+            None => (make_worker(kind, tuning)?, Arc::default(), Arc::default()),
         };
         stats::count(Counter::LanesOpened);
         let lock = worker.lock();
@@ -948,7 +955,7 @@ mod tests {
     }
 
     fn lanes() -> Lanes {
-        let tuning = Tuning { slot_len: 16384, spare_workers: 0 };
+        let tuning = Tuning { slot_len: 16384, spare_workers: 0, liveness_ms: 30_000 };
         Lanes::new(true, tuning, Arc::new(|_, _| {}))
     }
 

@@ -549,6 +549,13 @@ impl Negotiation {
         )
     }
 
+    /// Whether UCX probes may still be due: our upgrade is under way, or the peer has our ADDR
+    /// and has neither switched nor given up (it probes our side of the UCX path before it
+    /// switches, and gives up unless we answer).
+    pub fn probes_due(&self) -> bool {
+        self.pending() || (self.addr_sent && !self.peer.switched && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof)
+    }
+
     /// Whether the UCX half is needed, or may still be: our writes use it, the peer's do, the
     /// upgrade is under way, or the peer may still switch to our ADDR.
     pub fn ucx_needed(&self) -> bool {

@@ -193,7 +193,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
 pub extern "C" fn Java_dev_hadronio_internal_Native_version(env: *mut JNIEnv, _class: jclass) -> jstring {
     slow(env, std::ptr::null_mut(), |env| {
         let (major, minor, release) = crate::ucx::runtime_version();
-        let ucx = match crate::core::lanes::context(crate::core::lanes::Kind::Full, settings().slot_len) {
+        let ucx = match crate::core::lanes::context(crate::core::lanes::Kind::Full, crate::core::lanes::Tuning::of(settings())) {
             Ok(_) => String::from("available"),
             Err(e) => format!("unavailable: {e}"),
         };

@@ -6,10 +6,12 @@ use std::os::raw::c_char;
 use std::ptr;
 use std::sync::Arc;
 
-use log::warn;
+use std::time::Duration;
+
+use log::{debug, warn};
 use ucx1_sys as sys;
 
-use super::{check, Status, BUILT_MAJOR, BUILT_MINOR};
+use super::{check, devices, Status, BUILT_MAJOR, BUILT_MINOR};
 
 /// Switches the calling thread to the C numeric locale while alive, so that UCX parses numbers in
 /// its configuration the same way whatever locale the JVM runs with.
@@ -184,6 +186,30 @@ fn set(config: *mut sys::ucp_config_t, name: &str, value: &str) {
     }
 }
 
+/// Receive buffers of a worker's InfiniBand/RoCE interface (UCX: 4096).
+const IB_RX_QUEUE_LEN: u32 = 1024;
+
+/// Send buffers an InfiniBand/RoCE interface adds to its pool at a time (UCX: 1024).
+const IB_TX_BUFS_GROW: u32 = 128;
+
+/// Retransmissions of a reliable connection after the first send (`RC_RETRY_COUNT`, UCX's
+/// default and the most InfiniBand allows).
+const RC_RETRIES: u32 = 7;
+
+/// The `RC_TIMEOUT` (the wait before each retransmission) with which a reliable connection
+/// retransmits for at least `total` before it fails, or `None` where UCX's own (1 s, about 8 s in
+/// all) is longer. InfiniBand counts the timeout as 4.096 us times a power of two, and UCX rounds
+/// what it is given to the nearest one: the value is that power exactly.
+fn rc_timeout(total: Duration) -> Option<String> {
+    const UNIT: f64 = 4.096e-6;
+    let each = total.as_secs_f64() / f64::from(RC_RETRIES + 1);
+    if each <= 1.0 {
+        return None;
+    }
+    let exponent = (each / UNIT).log2().ceil().clamp(1.0, 30.0);
+    Some(format!("{:.6}s", UNIT * exponent.exp2()))
+}
+
 /// Owner of a `ucp_context_h`.
 pub struct Context {
     pub(super) handle: sys::ucp_context_h,
@@ -195,16 +221,29 @@ unsafe impl Send for Context {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Context {}
 
-impl Context {
-    /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale and creates a
-    /// context for tagged messages, active messages and event-fd wake-up. `longest` is the
-    /// longest message that should go in one copy through shared memory rather than by
+/// What a context is made for.
+#[derive(Clone, Copy, Debug)]
+pub struct ContextOptions {
+    /// The longest message that should go through shared memory in one copy rather than by
     /// rendezvous (which needs the sender to make progress before the receiver has it), up to
     /// 64 KiB; beyond that, UCX's segment size stays.
-    ///
-    /// Without `shared_memory` the context leaves out UCX's shared-memory transports (for peers
-    /// on this host that shared memory cannot reach: other namespaces).
-    pub fn new(longest: usize, shared_memory: bool) -> std::result::Result<Arc<Context>, String> {
+    pub longest: usize,
+    /// Whether the context may use UCX's shared-memory transports (not for peers on this host
+    /// that shared memory cannot reach: other namespaces).
+    pub shared_memory: bool,
+    /// How long a reliable connection over InfiniBand or RoCE keeps retransmitting to a peer
+    /// that does not answer before its endpoint fails: at least this long (`None`: UCX's own
+    /// timeout). The control connection gives up after `hadronio.livenessMillis`; a link
+    /// outage shorter than that must not fail the UCX half first.
+    pub retransmit_for: Option<Duration>,
+}
+
+impl Context {
+    /// Reads the UCX configuration (environment `UCX_*`) under the C numeric locale, adds what
+    /// `options` and this host's devices need, and creates a context for tagged messages, active
+    /// messages and event-fd wake-up.
+    pub fn new(options: &ContextOptions) -> std::result::Result<Arc<Context>, String> {
+        let ContextOptions { longest, shared_memory, retransmit_for } = *options;
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
@@ -232,6 +271,31 @@ impl Context {
         // Liveness is the control connection's (TCP keepalive and user timeout): UCX's own
         // keepalive would only add a timer descriptor per worker and a read to every arm.
         default_setting(config, "KEEPALIVE_INTERVAL", "inf");
+        // Settings of UCX's InfiniBand/RoCE transports, only where UCX will use one (it warns
+        // about settings no transport in use takes).
+        let tls = std::env::var("UCX_TLS").ok();
+        let net_devices = std::env::var("UCX_NET_DEVICES").ok();
+        let rdma = devices::in_use(devices::rdma_devices(), tls.as_deref(), net_devices.as_deref());
+        if !rdma.is_empty() {
+            if let Some(timeout) = retransmit_for.and_then(rc_timeout) {
+                default_setting(config, "RC_TIMEOUT", &timeout);
+            }
+            // These interfaces register their buffers with the device (pinned memory): with
+            // UCX's defaults (4096 receive buffers, send buffers added 1024 at a time) a worker
+            // pinned about 75 MiB, and every selector and blocking channel has a worker of its
+            // own. hadroNIO's credits bound the messages in flight per connection; a burst beyond
+            // the receive queue waits for the receiver (RNR retries), nothing is lost.
+            default_setting(config, "IB_RX_QUEUE_LEN", &IB_RX_QUEUE_LEN.to_string());
+            default_setting(config, "IB_TX_BUFS_GROW", &IB_TX_BUFS_GROW.to_string());
+        }
+        let software = devices::in_use(devices::software_rdma_devices(), tls.as_deref(), net_devices.as_deref());
+        if !software.is_empty() {
+            // A software RoCE device (rxe) puts the sender's IPv4 header where UCX's UD
+            // transport looks for the destination GID, so UD drops every packet it receives
+            // through one: RC's wire-up, which goes over UD, then never completes.
+            debug!("software RDMA devices: {}", software.join(", "));
+            default_setting(config, "UD_ETH_DGID_CHECK", "n");
+        }
         // SAFETY: an all-zero parameter struct is valid; only the fields in `field_mask` are read.
         let mut params: sys::ucp_params_t = unsafe { std::mem::zeroed() };
         params.field_mask = (sys::ucp_params_field::UCP_PARAM_FIELD_FEATURES
@@ -259,10 +323,27 @@ impl Context {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::{
-        check_segment_size, memunits, segment_for, shared_memory_layout, tls_without_shared_memory, uses_shared_memory, Context,
-        MM_SEG_HEADROOM, MM_SEG_MAX,
+        check_segment_size, memunits, rc_timeout, segment_for, shared_memory_layout, tls_without_shared_memory, uses_shared_memory,
+        Context, ContextOptions, MM_SEG_HEADROOM, MM_SEG_MAX,
     };
+
+    #[test]
+    fn a_reliable_connection_retransmits_for_as_long_as_the_control_connection_waits() {
+        assert_eq!(rc_timeout(Duration::from_secs(8)), None, "UCX's own second per retransmission is as long");
+        assert_eq!(rc_timeout(Duration::ZERO), None);
+        for seconds in [9, 20, 30, 300, 86_400] {
+            let timeout = rc_timeout(Duration::from_secs(seconds)).unwrap();
+            let each: f64 = timeout.trim_end_matches('s').parse().unwrap();
+            let exponent = (each / 4.096e-6).log2();
+            assert!((exponent - exponent.round()).abs() < 1e-6, "{timeout} is not 4.096 us times a power of two");
+            let total = each * 8.0;
+            assert!(total >= seconds as f64 || exponent.round() == 30.0, "{timeout}: {total} s in all, less than {seconds} s");
+            assert!(total < 2.0 * seconds as f64 + 1e-6, "{timeout}: {total} s in all, more than twice {seconds} s");
+        }
+    }
 
     #[test]
     fn shared_memory_settings_only_where_it_may_be_used() {
@@ -318,7 +399,7 @@ mod tests {
         if std::env::var_os("UCX_MM_RX_BUFS_GROW").is_some() || !uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
             return;
         }
-        let context = Context::new(16384, true).unwrap();
+        let context = Context::new(&ContextOptions { longest: 16384, shared_memory: true, retransmit_for: None }).unwrap();
         let _worker = crate::ucx::Worker::new(&context).unwrap();
         let segments = shared_memory_segments();
         assert!(!segments.is_empty(), "the worker holds no shared-memory segment");

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use log::{debug, warn};
 use ucx1_sys as sys;
 
+use crate::stats::{self, Counter};
 use super::completion::{self, Completion};
 use super::request::{request_param, send_cb, SendCallback};
 use super::{check, decode_ptr, PtrStatus, Result, Source, Start, Status, UcxError, Worker, WorkerLock};
@@ -101,6 +102,7 @@ impl Endpoint {
         // keeps); the handler box lives as long as the endpoint.
         check("ucp_ep_create", unsafe { sys::ucp_ep_create(lock.worker.handle, &params, &mut handle) })?;
         drop(lock);
+        stats::count(Counter::EndpointsCreated);
         Ok(Endpoint { worker: worker.clone(), handle, on_error: Some(on_error) })
     }
 
@@ -275,6 +277,7 @@ unsafe extern "C" fn free_header(_request: *mut c_void, _status: i8, user_data: 
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
+        stats::count(Counter::EndpointsDestroyed);
         let lock = self.worker.lock();
         // SAFETY: an all-zero parameter struct is valid; only the fields in `op_attr_mask` are read.
         let mut param: sys::ucp_request_param_t = unsafe { std::mem::zeroed() };

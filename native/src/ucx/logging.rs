@@ -62,6 +62,15 @@ fn level(ucs: c_int) -> Level {
     }
 }
 
+/// The level of a UCX message as hadroNIO logs it: a software RDMA device hangs off no bus, so
+/// it has no vendor or device id in sysfs, and UCX's warning about that says nothing to act on.
+fn softened(level: Level, message: &str) -> Level {
+    match message.split_once(": could not read device/vendor id") {
+        Some((device, _)) if level == Level::Warn && super::devices::is_software(device) => Level::Debug,
+        _ => level,
+    }
+}
+
 /// UCX's side of the handler: formats the message and logs it under target `hadronio::ucx`.
 unsafe extern "C" fn log_line(
     file: *const c_char,
@@ -98,7 +107,10 @@ unsafe extern "C" fn log_line(
         let path = unsafe { CStr::from_ptr(file) }.to_string_lossy();
         path.rsplit('/').next().unwrap_or_default().to_string()
     };
-    log::log!(target: "hadronio::ucx", level, "UCX {file}:{line}: {}{note}", message.trim_end());
+    let level = softened(level, &message);
+    if log::log_enabled!(target: "hadronio::ucx", level) {
+        log::log!(target: "hadronio::ucx", level, "UCX {file}:{line}: {}{note}", message.trim_end());
+    }
     LOG_FUNC_RC_STOP
 }
 

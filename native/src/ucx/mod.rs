@@ -1,6 +1,6 @@
 //! Safe owners of UCX handles: [`Context`] → [`Worker`] → [`Endpoint`], one file each, with
-//! requests (`request.rs`), completion records (`completion.rs`), active messages (`am.rs`) and the
-//! sources sends pack their bytes from (`source.rs`).
+//! requests (`request.rs`), completion records (`completion.rs`), active messages (`am.rs`), the
+//! sources sends pack their bytes from (`source.rs`) and the host's RDMA devices (`devices.rs`).
 //!
 //! This is the only module that calls `ucx1_sys`. Every handle has exactly one owner whose `Drop`
 //! completes or cancels what is still pending before releasing it, and every child keeps its parent
@@ -14,6 +14,7 @@
 mod am;
 mod completion;
 mod context;
+mod devices;
 mod endpoint;
 pub mod logging;
 mod request;
@@ -22,7 +23,8 @@ mod worker;
 
 pub use am::AmHandler;
 pub use completion::{Completion, Wake};
-pub use context::{shared_memory_layout, Context};
+pub use context::{shared_memory_layout, Context, ContextOptions};
+pub use devices::{is_software as is_software_rdma, rdma_devices, software_rdma_devices};
 pub use endpoint::{check_worker_address, Endpoint, ErrorHandler};
 pub use request::{Request, Start};
 pub use source::Source;

@@ -375,7 +375,7 @@ mod tests {
 
     #[test]
     fn the_lock_excludes_other_threads_and_waits_past_its_spin() {
-        let context = Context::new(0, true).unwrap();
+        let context = Context::new(&super::super::ContextOptions { longest: 0, shared_memory: true, retransmit_for: None }).unwrap();
         let worker = Worker::new(&context).unwrap();
         // Far longer than the spin: the waiter must queue.
         let held = LOCK_SPIN * 2000;

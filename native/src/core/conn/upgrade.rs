@@ -23,8 +23,10 @@ use crate::stats::{self, Counter};
 
 use super::{Conn, Phase, State};
 
-/// How long a UCX probe round trip may take before a connection stays on TCP.
-const PROBE_WAIT: Duration = Duration::from_secs(2);
+/// How long a UCX probe round trip may take before a connection stays on TCP. The connection's
+/// bytes flow over TCP meanwhile, so waiting costs little; a peer busy with a thousand
+/// connections upgrading at once (or a host in emulation) takes seconds to answer.
+const PROBE_WAIT: Duration = Duration::from_secs(10);
 
 /// With a shared secret: how long a peer that offered or accepted an upgrade has to prove it.
 const AUTH_WAIT: Duration = Duration::from_secs(10);
@@ -42,6 +44,11 @@ const TCP_ONLY: &str = "UCX reaches the peer only through its TCP transport, whi
 const TCP_ONLY_ISOLATED: &str = "UCX's shared memory does not reach the peer (another namespace, or another \
                                  hadronio.slotLength or UCX shared-memory setting) and UCX reaches it only through its \
                                  TCP transport, which is slower than the kernel's TCP (set UCX_TLS to use it anyway)";
+
+/// Why a connection that UCX reaches only through a software RDMA device stays on the kernel's
+/// TCP.
+const SOFTWARE_RDMA: &str = "UCX reaches the peer only through a software RDMA device (Soft-RoCE or soft-iWARP), \
+                             which is slower than the kernel's TCP (set hadronio.softwareRdma=true to use it anyway)";
 
 /// Whether the user asked for UCX's transports by name (`UCX_TLS`): then its TCP transport is
 /// used where it is the only one.
@@ -219,12 +226,14 @@ impl Conn {
                     None => Err(String::from("no link")),
                 };
                 let ok = result.is_ok();
-                let tcp_only = ok && !ucx_tcp_wanted() && state.link.as_ref().is_some_and(Link::tcp_only);
+                let slower = match &state.link {
+                    Some(link) if ok => Self::slower_than_tcp(link, state.settings),
+                    _ => None,
+                };
                 if let Some(neg) = &mut state.neg {
-                    if tcp_only {
-                        neg.decline(if state.link.as_ref().is_some_and(Link::isolated) { TCP_ONLY_ISOLATED } else { TCP_ONLY });
-                    } else {
-                        neg.on_endpoint(result, Instant::now());
+                    match slower {
+                        Some(why) => neg.decline(why),
+                        None => neg.on_endpoint(result, Instant::now()),
                     }
                 }
                 if ok {
@@ -255,20 +264,43 @@ impl Conn {
         }
     }
 
+    /// Why a connection whose endpoint is `link`'s stays on the kernel's TCP, where UCX reaches
+    /// the peer only through transports slower than it: its own TCP transport (unless the user
+    /// named UCX's transports), or a software RDMA device (unless `hadronio.softwareRdma`).
+    fn slower_than_tcp(link: &Link, settings: &Settings) -> Option<&'static str> {
+        if link.tcp_only() && !ucx_tcp_wanted() {
+            Some(if link.isolated() { TCP_ONLY_ISOLATED } else { TCP_ONLY })
+        } else if link.software_rdma_only() && !settings.software_rdma {
+            Some(SOFTWARE_RDMA)
+        } else {
+            None
+        }
+    }
+
     /// While the UCX half is being set up, probes and their answers need the worker to make
     /// progress even if the application never waits (its data always there): reads and writes
-    /// then progress the hub themselves. Call without the state lock.
+    /// then progress the hub themselves, and the background thread does while the application
+    /// does something else (the peer's probe would otherwise go unanswered, and its side of the
+    /// connection stay on TCP). Call without the state lock.
     pub(super) fn progress_upgrade(&self, upgrading: bool) {
+        use std::sync::atomic::Ordering;
         if upgrading {
             if let Some(hub) = self.hub.get() {
                 hub.poll_now();
+                if !self.watched.swap(true, Ordering::AcqRel) {
+                    if let Some(me) = self.arc() {
+                        hub.watch_pending(me);
+                        background().adopt(hub.clone());
+                    }
+                }
             }
         }
     }
 
-    /// Whether the upgrade is under way with the UCX half open (see [`Conn::progress_upgrade`]).
+    /// Whether the upgrade is under way with the UCX half open, on either side (see
+    /// [`Conn::progress_upgrade`]).
     pub(super) fn upgrading(state: &State) -> bool {
-        state.link.is_some() && state.neg.as_deref().is_some_and(Negotiation::pending)
+        state.link.is_some() && state.neg.as_deref().is_some_and(Negotiation::probes_due)
     }
 
     /// Answers the peer's probe over UCX (once our endpoint exists).

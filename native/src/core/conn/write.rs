@@ -179,15 +179,15 @@ impl Conn {
             || state.link.as_ref().is_some_and(|l| !l.tx_idle())
     }
 
-    /// Whether the background thread must keep progressing this connection's hub; clears the
-    /// watch mark when not.
+    /// Whether the background thread must keep progressing this connection's hub (written bytes
+    /// wait, or the upgrade's probes need answers); clears the watch mark when not.
     pub fn has_pending_tx(&self) -> bool {
         let mut state = self.lock();
         if !state.released {
             // Bytes that wait for the socket go out as it drains.
             self.drive(&mut state);
         }
-        let pending = !state.released && self.pending_tx(&state);
+        let pending = !state.released && (self.pending_tx(&state) || Self::upgrading(&state));
         if !pending {
             self.watched.store(false, std::sync::atomic::Ordering::Release);
         }

@@ -456,6 +456,15 @@ impl Link {
         !transports.is_empty() && transports.iter().all(|t| t.starts_with("tcp/"))
     }
 
+    /// Whether UCX reaches the peer only through software RDMA devices (Soft-RoCE, soft-iWARP;
+    /// see [`ucx::is_software_rdma`]), besides its TCP transport.
+    pub fn software_rdma_only(&self) -> bool {
+        let transports = self.transports();
+        let device = |t: &str| t.split_once('/').map(|(_, rest)| rest.split(':').next().unwrap_or(rest).to_string());
+        let software = |t: &String| !t.starts_with("tcp/") && device(t).is_some_and(|d| ucx::is_software_rdma(&d));
+        transports.iter().any(software) && transports.iter().all(|t| t.starts_with("tcp/") || software(t))
+    }
+
     /// The transports of the endpoint's lanes, each once (none before the endpoint exists).
     fn transports(&self) -> &[String] {
         self.ep.as_ref().map_or(&[], |p| p.transports())

@@ -12,6 +12,10 @@ use crate::ucx::{self, Completion, Start, WorkerLock};
 
 use super::*;
 
+/// Progress calls a reader makes for a BODY's first bytes after its announcement before it
+/// receives the BODY into the bounce buffer.
+const BODY_LOOKS: usize = 4;
+
 impl Link {
     // --- receiving ----------------------------------------------------------------------------
 
@@ -93,9 +97,21 @@ impl Link {
                 // A BODY announcement: its length is known once UCX has seen the BODY's first
                 // bytes (its sender sent it right after); the reader's memory takes it if it fits.
                 let lock = lock.get_or_insert_with(|| worker.lock());
-                let body = self.body_length(lock)?;
-                let user = match body.and_then(|body| dst.chunk(body).map(|chunk| (body, chunk))) {
-                    Some((body, (addr, n))) if allow_user && n == body && dst.moved() == start => Some(addr),
+                let mut body = self.body_length(lock)?;
+                // The BODY follows its announcement at once on the same endpoint: over the
+                // network its first bytes are often in the worker's queue still, one progress call
+                // away. Received into the bounce buffer, it would be copied once more.
+                for _ in 0..BODY_LOOKS {
+                    if body.is_some() || lock.progress() == 0 {
+                        break;
+                    }
+                    body = self.body_length(lock)?;
+                }
+                // The reader's memory takes the BODY if it fits: of the length UCX saw, or of the
+                // largest this side accepts while UCX has not seen it yet.
+                let room = body.unwrap_or_else(|| self.body_limit());
+                let user = match dst.chunk(room) {
+                    Some((addr, n)) if allow_user && n == room && dst.moved() == start => Some(addr),
                     _ => None,
                 };
                 self.start_large_rx(lock, body, user)?;
@@ -168,9 +184,8 @@ impl Link {
         )
     }
 
-    /// Posts the receive of the next BODY: into `user` memory (its length is known and fits), or
-    /// into the bounce buffer, sized for the BODY if its length is known and for the largest one
-    /// this side accepts otherwise.
+    /// Posts the receive of the next BODY into `user` memory (which holds its length if known,
+    /// else the largest BODY this side accepts), or into the bounce buffer, sized the same way.
     pub(super) fn start_large_rx(&mut self, lock: &WorkerLock<'_>, expected: Option<usize>, user: Option<usize>) -> Result<()> {
         let status = Box::new(Completion::new(waker(&self.shared), false));
         let capacity = expected.unwrap_or_else(|| self.body_limit());
@@ -192,6 +207,9 @@ impl Link {
             Ok(request) => request,
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
         };
+        if user.is_some() {
+            stats::count(Counter::LargeReceivesDirect);
+        }
         self.large_rx = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
         Ok(())
     }

@@ -177,6 +177,7 @@ impl Link {
             Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
             Err(e) => return Err(send_failed(e)),
         }
+        stats::count(Counter::LargeSendsDirect);
         Ok(true)
     }
 

@@ -40,6 +40,9 @@ import java.util.TreeSet;
  * write, or this long after connecting if it wrote once (0: at once)</td></tr>
  * <tr><td>hadronio.rules</td><td></td><td>which connections may upgrade (checked natively; an
  * invalid rule stops the provider)</td></tr>
+ * <tr><td>hadronio.softwareRdma</td><td>false</td><td>{@code true}: upgrade also where UCX reaches
+ * the peer only through a software RDMA device (Soft-RoCE, soft-iWARP), slower than the kernel's
+ * TCP</td></tr>
  * </table>
  *
  * <p>Other {@code hadronio.*} properties are reported with a warning that names the closest known
@@ -62,12 +65,13 @@ public final class Config {
     public static final String OFFER_MILLIS = "hadronio.offerMillis";
     public static final String UPGRADE_DELAY_MILLIS = "hadronio.upgradeDelayMillis";
     public static final String RULES = "hadronio.rules";
+    public static final String SOFTWARE_RDMA = "hadronio.softwareRdma";
     public static final String REQUIRED = "hadronio.required";
 
     /** Every property this class reads. */
     static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
             SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, BLOCKING_WORKERS, TRANSPORT,
-            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, UPGRADE_DELAY_MILLIS, RULES, REQUIRED));
+            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, UPGRADE_DELAY_MILLIS, RULES, REQUIRED, SOFTWARE_RDMA));
 
     private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
             "hadronio.conformance.");
@@ -87,6 +91,7 @@ public final class Config {
     final long upgradeDelayMillis;
     final String rules;
     final boolean ucx;
+    final boolean softwareRdma;
     final boolean ipv6;
     final boolean systemUcx;
     final String nativeDirectory;
@@ -107,6 +112,7 @@ public final class Config {
         // 0: unset, the native side counts the cores (2 workers per core, 4..16).
         blockingWorkers = integer(BLOCKING_WORKERS, 0, 1, 4096);
         ucx = choice(TRANSPORT, "ucx", "ucx", "tcp").equals("ucx");
+        softwareRdma = choice(SOFTWARE_RDMA, "false", "false", "true").equals("true");
         systemUcx = systemUcxSetting();
         ipv6 = !Boolean.getBoolean("java.net.preferIPv4Stack");
         nativeDirectory = nativeDirectorySetting();
@@ -198,7 +204,7 @@ public final class Config {
     long[] values() {
         return new long[] {
             slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
-            spareWorkers, offerMillis, blockingWorkers, upgradeDelayMillis
+            spareWorkers, offerMillis, blockingWorkers, upgradeDelayMillis, softwareRdma ? 1 : 0
         };
     }
 
