@@ -9,6 +9,7 @@ import dev.hadronio.examples.compare.CompareCommand;
 import dev.hadronio.examples.figures.SelectorFigures;
 import dev.hadronio.examples.figures.ScaleFigures;
 import dev.hadronio.examples.figures.ThreadFigures;
+import dev.hadronio.examples.hosts.HostsCli;
 import dev.hadronio.examples.netty.EchoCommand;
 import dev.hadronio.examples.netty.HelloCommand;
 import dev.hadronio.examples.ops.OpsCli;
@@ -51,6 +52,7 @@ public final class Main {
         CommandLine line = Cli.commandLine(options -> execute(options, in, out, err));
         AppsCli.addTo(line.getSubcommands().get("bench"), out);
         OpsCli.addTo(line, out);
+        HostsCli.addTo(line, out);
         Cli.finish(line, () -> new String[] {version()});
         line.setOut(new PrintWriter(out, true));
         line.setErr(new PrintWriter(err, true));

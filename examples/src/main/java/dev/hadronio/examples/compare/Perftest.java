@@ -28,7 +28,7 @@ import java.util.concurrent.TimeUnit;
  * MessagingPingPong (its one-way latency doubled to a round trip) and {@code tag_bw} for unidirectional
  * MessagingThroughput (its MB/s are MiB/s). Server and client are separate processes on loopback.
  */
-final class Perftest {
+public final class Perftest {
 
     static final String LABEL = "ucx_perftest";
     private static final long TIMEOUT_SECONDS = 120;
@@ -163,12 +163,19 @@ final class Perftest {
         }
     }
 
-    /** Parses the {@code -f -v} output: a CSV header line naming the columns, then the final figures. */
-    static Map<String, Double> parse(List<String> lines, Path log) throws IOException {
+    /**
+     * Parses the {@code -f -v} output: a CSV header line naming the columns, then the final figures
+     * (the first line after it with as many fields; UCX's log lines may come in between).
+     */
+    public static Map<String, Double> parse(List<String> lines, Path log) throws IOException {
         for (int i = 0; i + 1 < lines.size(); i++) {
             if (lines.get(i).contains("overall_lat") && lines.get(i).contains("overall_bw")) {
                 String[] names = lines.get(i).trim().split(",");
-                String[] values = lines.get(i + 1).trim().split(",");
+                int next = i + 1;
+                while (next + 1 < lines.size() && lines.get(next).trim().split(",").length != names.length) {
+                    next++;
+                }
+                String[] values = lines.get(next).trim().split(",");
                 if (names.length != values.length) {
                     break;
                 }

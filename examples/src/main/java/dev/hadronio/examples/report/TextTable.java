@@ -12,6 +12,7 @@ public final class TextTable {
 
     private final String[] header;
     private final List<String[]> rows = new ArrayList<>();
+    private boolean textLast;
 
     public TextTable(String... header) {
         this.header = header.clone();
@@ -23,6 +24,12 @@ public final class TextTable {
             throw new IllegalArgumentException("row has " + cells.length + " cells, header has " + header.length);
         }
         rows.add(cells.clone());
+        return this;
+    }
+
+    /** Makes the last column free text: left-aligned and not padded, so a long cell widens no other row. */
+    public TextTable textInLastColumn() {
+        textLast = true;
         return this;
     }
 
@@ -41,25 +48,30 @@ public final class TextTable {
                 width[c] = Math.max(width[c], row[c].length());
             }
         }
+        if (textLast) {
+            width[width.length - 1] = header[header.length - 1].length();
+        }
         StringBuilder out = new StringBuilder();
-        appendRow(out, header, width);
+        appendRow(out, header, width, textLast);
         char[] rule = new char[Arrays.stream(width).sum() + 2 * (width.length - 1)];
         Arrays.fill(rule, '-');
         out.append(rule).append(System.lineSeparator());
         for (String[] row : rows) {
-            appendRow(out, row, width);
+            appendRow(out, row, width, textLast);
         }
         return out.toString();
     }
 
-    private static void appendRow(StringBuilder out, String[] cells, int[] width) {
+    private static void appendRow(StringBuilder out, String[] cells, int[] width, boolean textLast) {
         for (int c = 0; c < cells.length; c++) {
             if (c > 0) {
                 out.append("  ");
             }
             String cell = cells[c];
-            int pad = width[c] - cell.length();
-            if (c == 0) {
+            int pad = Math.max(0, width[c] - cell.length());
+            if (c == cells.length - 1 && textLast) {
+                out.append(cell);
+            } else if (c == 0) {
                 out.append(cell);
                 if (c < cells.length - 1) {
                     out.append(" ".repeat(pad));
