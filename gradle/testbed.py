@@ -190,7 +190,14 @@ mount -t devtmpfs dev /host/dev
 mkdir -p /host/dev/pts /host/dev/shm
 mount -t devpts devpts /host/dev/pts
 mount -t tmpfs -o mode=1777 shm /host/dev/shm
+# A checkout under /tmp stays visible through the guest's own /tmp.
+checkout=$(sed -n 's/.*testbed.checkout=\([^ ]*\).*/\1/p' /proc/cmdline)
+mkdir -p /hosttmp
+mount -o bind /host/tmp /hosttmp
 mount -t tmpfs -o mode=1777 tmp /host/tmp
+case "$checkout" in
+    /tmp/*) mkdir -p /host$checkout && mount -o bind /hosttmp${checkout#/tmp} /host$checkout ;;
+esac
 mount -t tmpfs run /host/run
 mkdir -p /host$share
 mount -t 9p -o $opts share /host$share || { echo "testbed: cannot mount $share"; poweroff -f; }
@@ -348,7 +355,7 @@ def qemu_command(name, kernel, initramfs, share, link):
         '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot',
         '-serial', 'file:' + os.path.join(share, name + '.console'),
         '-kernel', vmlinuz(kernel), '-initrd', initramfs,
-        '-append', 'console=ttyS0 quiet panic=-1 testbed.share=%s testbed.name=%s' % (share, name),
+        '-append', 'console=ttyS0 quiet panic=-1 testbed.share=%s testbed.name=%s testbed.checkout=%s' % (share, name, ROOT),
         '-virtfs', 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap',
         '-virtfs', 'local,path=%s,mount_tag=share,security_model=none,multidevs=remap' % share,
         '-netdev', link.netdev(name),
