@@ -2,7 +2,7 @@
 //! and the UCX half report go in, and out come the bytes this side must write on its TCP socket
 //! (urgent bytes, frames), how the next bytes of the peer's stream must be read, and what the
 //! connection must do (open its UCX link, create an endpoint, switch its writes to UCX, fall back
-//! to raw bytes, fail). The connection (`conn.rs`) owns the socket and the link and reports back
+//! to raw bytes, fail). The connection (`conn/`) owns the socket and the link and reports back
 //! what its I/O did; nothing here touches a socket, so every path is tested without one (see the
 //! tests below and the `negotiation` fuzz target).
 //!

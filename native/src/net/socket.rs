@@ -287,11 +287,6 @@ impl Socket {
         (result >= 0).then_some(fd.revents)
     }
 
-    /// Whether the peer has shut down its sending side (its FIN arrived), without reading.
-    pub fn peer_write_closed(&self) -> bool {
-        self.poll_now(libc::POLLRDHUP).is_some_and(|r| r & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0)
-    }
-
     /// The receive side's `poll` events (`POLLIN`, `POLLPRI`, `POLLRDHUP`) and any error or
     /// hang-up, asked without waiting or reading.
     pub fn receive_events(&self) -> io::Result<libc::c_short> {

@@ -16,7 +16,7 @@ package dev.hadronio.internal;
  * returned encoded as {@code [ip length][ip][port: u16][scope id: u32]} (big-endian).
  */
 public final class Native {
-    /** Socket option identifiers. KEEP IN SYNC: native/src/core/conn.rs */
+    /** Socket option identifiers. KEEP IN SYNC: native/src/core/conn/options.rs */
     public static final int OPT_TCP_NODELAY = 1;
     public static final int OPT_SO_SNDBUF = 2;
     public static final int OPT_SO_RCVBUF = 3;

@@ -19,7 +19,7 @@ import java.util.Map;
 public final class HostPhase {
     /** What the host latency rows of a table are, for the line under it. */
     public static final String LEGEND = "host latency: ucx_perftest tag_lat, 64 B one way between two processes, before and after "
-            + "each run; runs of one ratio that met different levels are not comparable (see README, \"Slower runs on a virtual machine\")";
+            + "each run; runs of one ratio that met different levels are not comparable (see docs/performance.md, \"How to read figures from a small virtual machine\")";
 
     /** The label of a table's host latency row. */
     public static final String ROW = "host latency (before / after)";

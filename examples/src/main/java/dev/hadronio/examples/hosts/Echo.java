@@ -106,6 +106,28 @@ final class Echo {
         }
     }
 
+    /**
+     * One round trip on a blocking channel to an echo server: message {@code index} of {@code size}
+     * bytes out, the same bytes back into {@code in} (cleared first), checked by CRC-32.
+     */
+    static void roundTrip(SocketChannel channel, ByteBuffer in, int size, int index, String what) throws IOException {
+        ByteBuffer out = payload(size, index);
+        long crc = crc(out);
+        while (out.hasRemaining()) {
+            channel.write(out);
+        }
+        in.clear();
+        while (in.hasRemaining()) {
+            if (channel.read(in) < 0) {
+                throw new EOFException("end of stream in " + what + " " + index);
+            }
+        }
+        in.flip();
+        if (crc(in) != crc) {
+            throw new IllegalStateException(what + " " + index + " came back with other bytes (CRC-32)");
+        }
+    }
+
     private static void check(ByteBuffer payload, long received, long crc) {
         if (received != payload.remaining()) {
             throw new IllegalStateException("echo of " + payload.remaining() + " bytes came back with " + received);

@@ -53,6 +53,9 @@ final class HostBench {
     static final long WARM_BYTES = 8L << 20;
     static final int[] STREAM_SIZES = {64 * 1024, 1 << 20};
     static final String[] FLAVOURS = {"blocking", "selector", "netty"};
+    /** The verbs transports the floor is measured over, as UCX_TLS aliases. */
+    private static final String[] TRANSPORTS = {"rc_v", "ud_v"};
+
     private static final String FIGURE = "FIGURE ";
 
     private HostBench() {
@@ -332,27 +335,42 @@ final class HostBench {
     /** {@code ucx_perftest}'s figures against the server on {@code host}: round trip (us) and bandwidths (bytes/s). */
     private static Map<String, Double> perftest(Path perftest, String host, int port, PrintStream out) throws Exception {
         Map<String, Double> figures = new LinkedHashMap<>();
-        Map<String, Double> lat = perftestRun(perftest, host, port, "tag_lat", 64, ROUND_TRIPS, out);
+        Map<String, Double> lat = perftestRun(perftest, host, port, "tag_lat", 64, ROUND_TRIPS, null, out);
         figures.put("rtt", 2 * lat.get("50.0_percentile_lat"));
         for (int size : STREAM_SIZES) {
             int count = (int) Math.max(20, (STREAM_BYTES / 2) / size);
-            double tag = perftestRun(perftest, host, port, "tag_bw", size, count, out).get("overall_bw");
-            double stream = perftestRun(perftest, host, port, "stream_bw", size, count, out).get("overall_bw");
+            double tag = perftestRun(perftest, host, port, "tag_bw", size, count, null, out).get("overall_bw");
+            double stream = perftestRun(perftest, host, port, "stream_bw", size, count, null, out).get("overall_bw");
             figures.put("tag" + size, tag * 1024 * 1024);
             figures.put("stream" + size, stream * 1024 * 1024);
+        }
+        // The floor per verbs transport (UCX's aliases: rc_v is rc_verbs with ud_verbs for its
+        // wire-up, ud_v is ud_verbs alone).
+        if (Kernel.rdmaDevice()) {
+            int large = STREAM_SIZES[STREAM_SIZES.length - 1];
+            for (String tls : TRANSPORTS) {
+                double rtt = 2 * perftestRun(perftest, host, port, "tag_lat", 64, ROUND_TRIPS, tls, out).get("50.0_percentile_lat");
+                double bw = perftestRun(perftest, host, port, "tag_bw", large, (int) Math.max(20, (STREAM_BYTES / 2) / large), tls, out)
+                        .get("overall_bw");
+                figures.put("floor." + tls + ".rtt", rtt);
+                figures.put("floor." + tls + ".bw", bw * 1024 * 1024);
+            }
         }
         return figures;
     }
 
-    private static Map<String, Double> perftestRun(Path perftest, String host, int port, String test, int size, int count, PrintStream out)
-            throws Exception {
-        out.printf(Locale.ROOT, "hosts bench: ucx_perftest %s %s ...%n", test, Units.bytes(size));
+    private static Map<String, Double> perftestRun(Path perftest, String host, int port, String test, int size, int count, String tls,
+            PrintStream out) throws Exception {
+        out.printf(Locale.ROOT, "hosts bench: ucx_perftest %s %s%s ...%n", test, Units.bytes(size), tls == null ? "" : " over " + tls);
         out.flush();
         List<String> command = Arrays.asList(perftest.toString(), host, "-p", Integer.toString(port), "-t", test,
                 "-s", Integer.toString(size), "-n", Integer.toString(count), "-w", Integer.toString(Math.max(10, count / 10)), "-f", "-v");
         long deadline = System.nanoTime() + 120_000_000_000L;
         while (true) {
             ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+            if (tls != null) {
+                builder.environment().put("UCX_TLS", tls + ",self");
+            }
             if (Kernel.softwareRdma()) {
                 // What hadroNIO sets for itself on such a device (see its UCX context): UD's
                 // check of each packet's destination GID drops what Soft-RoCE delivers.
@@ -423,6 +441,19 @@ final class HostBench {
                 + "\"hadroNIO / perftest\" is hadroNIO's round trip over perftest's (tag_lat, doubled) and its stream's share of "
                 + "perftest's best of tag_bw and stream_bw");
         out.print(table);
+        TextTable floor = new TextTable("ucx_perftest by transport", "64 B round trip (tag_lat)", Units.bytes(STREAM_SIZES[STREAM_SIZES.length - 1]) + " (tag_bw)");
+        for (String tls : TRANSPORTS) {
+            if (native_.containsKey("floor." + tls + ".rtt")) {
+                floor.row(tls, Units.seconds(native_.get("floor." + tls + ".rtt") / 1e6), Units.rate(native_.get("floor." + tls + ".bw")));
+                CsvFile.append(csv, header, Arrays.asList("floor-rtt64", tls, "", "", CsvFile.number(native_.get("floor." + tls + ".rtt")), "us"));
+                CsvFile.append(csv, header, Arrays.asList("floor-bw" + STREAM_SIZES[STREAM_SIZES.length - 1], tls, "", "",
+                        CsvFile.number(native_.get("floor." + tls + ".bw")), "bytes/s"));
+            }
+        }
+        if (!floor.isEmpty()) {
+            out.println();
+            out.print(floor);
+        }
         BarPlot.writePng(output.resolve("hosts-bench.png"), "hadroNIO vs the JDK between two hosts (times better)", versusJdk);
         if (!ofPerftest.isEmpty()) {
             BarPlot.writePng(output.resolve("hosts-bench-perftest.png"), "hadroNIO's share of ucx_perftest between two hosts", ofPerftest);

@@ -114,10 +114,9 @@ public final class HostsCli {
             if (!Hadronio.active()) {
                 throw new Exception("the checks need hadroNIO as this JVM's selector provider (not DISABLE_HADRONIO=true)");
             }
-            int colon = remote.lastIndexOf(':');
-            String host = colon > 0 ? remote.substring(0, colon) : remote;
-            int port = colon > 0 ? Integer.parseInt(remote.substring(colon + 1)) : DEFAULT_PORT;
-            InetAddress address = InetAddress.getByName(host);
+            InetSocketAddress server = remoteAddress(remote);
+            InetAddress address = server.getAddress();
+            int port = server.getPort();
             try (Control control = Control.connect(new InetSocketAddress(address, port), 120_000);
                  Control jdk = jdkPort > 0 ? Control.connect(new InetSocketAddress(address, jdkPort), 120_000) : null) {
                 String hello = control.ask("hello");
@@ -177,10 +176,7 @@ public final class HostsCli {
             if (!Hadronio.active()) {
                 throw new Exception("the benchmark needs hadroNIO as this JVM's selector provider (not DISABLE_HADRONIO=true)");
             }
-            int colon = remote.lastIndexOf(':');
-            String host = colon > 0 ? remote.substring(0, colon) : remote;
-            int port = colon > 0 ? Integer.parseInt(remote.substring(colon + 1)) : DEFAULT_PORT;
-            return HostBench.run(new InetSocketAddress(InetAddress.getByName(host), port), jdkPort, perftest, perftestPort, output, out);
+            return HostBench.run(remoteAddress(remote), jdkPort, perftest, perftestPort, output, out);
         }
     }
 
@@ -202,5 +198,13 @@ public final class HostsCli {
         public Integer call() throws Exception {
             return new HostChild(out).run(mode, remote);
         }
+    }
+
+    /** {@code host[:port]}, the server's base port by default. */
+    static InetSocketAddress remoteAddress(String remote) throws java.net.UnknownHostException {
+        int colon = remote.lastIndexOf(':');
+        String host = colon > 0 ? remote.substring(0, colon) : remote;
+        int port = colon > 0 ? Integer.parseInt(remote.substring(colon + 1)) : DEFAULT_PORT;
+        return new InetSocketAddress(InetAddress.getByName(host), port);
     }
 }

@@ -91,6 +91,12 @@ final class Kernel {
         return at >= 0 && at + 1 < words.size() ? words.get(at + 1) : "";
     }
 
+    /** Whether this host has an RDMA device at all. */
+    static boolean rdmaDevice() {
+        File[] devices = RDMA_CLASS.toFile().listFiles();
+        return devices != null && devices.length > 0;
+    }
+
     /**
      * Whether this host has a software RDMA device (Soft-RoCE, soft-iWARP): one of the kernel's
      * RDMA class that hangs off no bus.

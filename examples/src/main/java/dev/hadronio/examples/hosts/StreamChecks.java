@@ -58,21 +58,7 @@ final class StreamChecks {
             ByteBuffer in = ByteBuffer.allocateDirect(64);
             long start = System.nanoTime();
             for (int i = 0; i < PING_PONGS; i++) {
-                ByteBuffer out = Echo.payload(64, i);
-                long crc = Echo.crc(out);
-                while (out.hasRemaining()) {
-                    channel.write(out);
-                }
-                in.clear();
-                while (in.hasRemaining()) {
-                    if (channel.read(in) < 0) {
-                        throw new java.io.EOFException("end of stream in round trip " + i);
-                    }
-                }
-                in.flip();
-                if (Echo.crc(in) != crc) {
-                    throw new IllegalStateException("round trip " + i + " came back with other bytes");
-                }
+                Echo.roundTrip(channel, in, 64, i, "round trip");
             }
             return String.format(Locale.ROOT, "%.0f us each on average; %s", (System.nanoTime() - start) / 1e3 / PING_PONGS,
                     Hadronio.path(channel));
@@ -130,21 +116,7 @@ final class StreamChecks {
             }
             ByteBuffer in = ByteBuffer.allocateDirect(LARGE);
             for (int i = 0; i < LARGE_COUNT; i++) {
-                ByteBuffer out = Echo.payload(LARGE, i);
-                long crc = Echo.crc(out);
-                while (out.hasRemaining()) {
-                    channel.write(out);
-                }
-                in.clear();
-                while (in.hasRemaining()) {
-                    if (channel.read(in) < 0) {
-                        throw new java.io.EOFException("end of stream in message " + i);
-                    }
-                }
-                in.flip();
-                if (Echo.crc(in) != crc) {
-                    throw new IllegalStateException("message " + i + " came back with other bytes (CRC-32)");
-                }
+                Echo.roundTrip(channel, in, LARGE, i, "message");
             }
         }
         long sent = Hadronio.grown(before, "LargeSendsDirect");
