@@ -37,6 +37,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -408,10 +409,10 @@ def serve_link_requests(share, link):
 
 
 def exclusive(base):
-    """Holds the testbed's lock while the returned file stays open: two runs at once would share
-    the output directory and the host's cores."""
+    """Holds the machine's testbed lock while the returned file stays open: two runs at once, of
+    this checkout or another, would share the host's cores (and this checkout's output directory)."""
     os.makedirs(base, exist_ok=True)
-    lock = open(os.path.join(base, 'lock'), 'w')
+    lock = open(os.path.join(tempfile.gettempdir(), 'hadronio-testbed.lock'), 'w')
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
