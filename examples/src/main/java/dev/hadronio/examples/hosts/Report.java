@@ -43,20 +43,25 @@ final class Report {
         for (Outcome o : outcomes) {
             table.row(o.check.title, o.result(), String.format(Locale.ROOT, "%.1f s", o.seconds), o.detail);
         }
-        long failed = outcomes.stream().filter(o -> !o.passed).count();
-        long skipped = outcomes.stream().filter(o -> o.skipped).count();
-        return table + String.format(Locale.ROOT, "%d passed, %d failed, %d skipped%n", outcomes.size() - failed - skipped, failed, skipped);
+        return table + String.format(Locale.ROOT, "%d passed, %d failed, %d skipped%n", outcomes.size() - failed() - skipped(), failed(),
+                skipped());
+    }
+
+    long failed() {
+        return outcomes.stream().filter(o -> !o.passed && !o.skipped).count();
+    }
+
+    long skipped() {
+        return outcomes.stream().filter(o -> o.skipped).count();
     }
 
     void writeJunit(Path file, String suite) throws IOException {
-        long failed = outcomes.stream().filter(o -> !o.passed).count();
-        long skipped = outcomes.stream().filter(o -> o.skipped).count();
         double total = outcomes.stream().mapToDouble(o -> o.seconds).sum();
         Files.createDirectories(file.toAbsolutePath().getParent());
         try (Writer out = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
             out.write(String.format(Locale.ROOT, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>%n"
                     + "<testsuite name=\"%s\" tests=\"%d\" skipped=\"%d\" failures=\"%d\" errors=\"0\" time=\"%.3f\">%n",
-                    xml(suite), outcomes.size(), skipped, failed - skipped, total));
+                    xml(suite), outcomes.size(), skipped(), failed(), total));
             for (Outcome o : outcomes) {
                 out.write(String.format(Locale.ROOT, "  <testcase classname=\"%s\" name=\"%s\" time=\"%.3f\">", xml(suite),
                         xml(o.check.name), o.seconds));
