@@ -244,6 +244,8 @@ impl Context {
     /// messages and event-fd wake-up.
     pub fn new(options: &ContextOptions) -> std::result::Result<Arc<Context>, String> {
         let ContextOptions { longest, shared_memory, retransmit_for } = *options;
+        let tls = std::env::var("UCX_TLS").ok();
+        let net_devices = std::env::var("UCX_NET_DEVICES").ok();
         let _locale = CNumericLocale::enter();
         let mut config: *mut sys::ucp_config_t = ptr::null_mut();
         // SAFETY: null prefix and file name select the defaults; `config` receives the handle.
@@ -251,7 +253,7 @@ impl Context {
             sys::ucp_config_read(ptr::null(), ptr::null(), &mut config)
         })
         .map_err(|e| e.to_string())?;
-        if shared_memory && uses_shared_memory(std::env::var("UCX_TLS").ok().as_deref()) {
+        if shared_memory && uses_shared_memory(tls.as_deref()) {
             if let Err(e) = segment_settings().try_for_each(|(name, value)| check_segment_size(&name, &value)) {
                 // SAFETY: the configuration is not used after this.
                 unsafe { sys::ucp_config_release(config) };
@@ -265,16 +267,13 @@ impl Context {
             default_setting(config, "MM_FIFO_SIZE", &MM_FIFO_SIZE.to_string());
             default_setting(config, "MM_RX_BUFS_GROW", &MM_RX_BUFS_GROW.to_string());
         } else if !shared_memory {
-            let user = std::env::var("UCX_TLS").ok();
-            set(config, "TLS", &tls_without_shared_memory(user.as_deref()));
+            set(config, "TLS", &tls_without_shared_memory(tls.as_deref()));
         }
         // Liveness is the control connection's (TCP keepalive and user timeout): UCX's own
         // keepalive would only add a timer descriptor per worker and a read to every arm.
         default_setting(config, "KEEPALIVE_INTERVAL", "inf");
         // Settings of UCX's InfiniBand/RoCE transports, only where UCX will use one (it warns
         // about settings no transport in use takes).
-        let tls = std::env::var("UCX_TLS").ok();
-        let net_devices = std::env::var("UCX_NET_DEVICES").ok();
         let rdma = devices::in_use(devices::rdma_devices(), tls.as_deref(), net_devices.as_deref());
         if !rdma.is_empty() {
             if let Some(timeout) = retransmit_for.and_then(rc_timeout) {

@@ -3,6 +3,7 @@
 //! the CPU over an ordinary Ethernet interface, where the kernel's own TCP is faster.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 const CLASS: &str = "/sys/class/infiniband";
 
@@ -17,9 +18,11 @@ pub fn software_rdma_devices() -> Vec<String> {
 }
 
 /// Whether the RDMA device `name` (as UCX names it in a transport, `rxe0` of `rc_verbs/rxe0:1`)
-/// is a software device.
+/// is a software device. The host's software devices are read once: UCX picks its devices when
+/// the process's context is made, and every connection's upgrade asks.
 pub fn is_software(name: &str) -> bool {
-    !name.is_empty() && !name.contains('/') && is_virtual(&Path::new(CLASS).join(name))
+    static SOFTWARE: OnceLock<Vec<String>> = OnceLock::new();
+    SOFTWARE.get_or_init(software_rdma_devices).iter().any(|device| device == name)
 }
 
 /// Of `devices`, those UCX may use under the environment's `UCX_TLS` and `UCX_NET_DEVICES`

@@ -270,7 +270,7 @@ impl Conn {
     fn slower_than_tcp(link: &Link, settings: &Settings) -> Option<&'static str> {
         if link.tcp_only() && !ucx_tcp_wanted() {
             Some(if link.isolated() { TCP_ONLY_ISOLATED } else { TCP_ONLY })
-        } else if link.software_rdma_only() && !settings.software_rdma {
+        } else if !settings.software_rdma && link.software_rdma_only() {
             Some(SOFTWARE_RDMA)
         } else {
             None
