@@ -22,7 +22,7 @@ impl Conn {
     pub(super) fn send_fin(&self, state: &mut State, closing: bool) {
         let Some(neg) = state.neg.as_deref_mut() else { return };
         if neg.write_mode() == WriteMode::Hold || !state.tx.early.is_empty() {
-            state.fin_pending = true;
+            state.closing.fin_pending = true;
             return;
         }
         neg.on_shutdown();
@@ -42,7 +42,7 @@ impl Conn {
             if closing && self.releases_at_once(state) {
                 return;
             }
-            if let Some(socket) = &state.socket {
+            if let Some(socket) = &state.tcp.socket {
                 let _ = socket.shutdown(Shutdown::Write);
             }
         }
@@ -52,7 +52,7 @@ impl Conn {
     /// this process or for the peer's reading, no read waits in the socket, and the peer sends
     /// no control frames that a graceful close would wait for.
     fn releases_at_once(&self, state: &State) -> bool {
-        !self.pending_tx(state) && !self.peer_reading(state) && state.kernel.inside == 0 && !Self::closes_gracefully(state)
+        !self.pending_tx(state) && !self.peer_reading(state) && state.tcp.kernel.inside == 0 && !Self::closes_gracefully(state)
     }
 
     /// Whether the socket, once released, is left to the background thread until the peer closes
@@ -70,8 +70,8 @@ impl Conn {
         if state.phase != Phase::Connected {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
-        if !state.output_shutdown {
-            state.output_shutdown = true;
+        if !state.closing.output_shutdown {
+            state.closing.output_shutdown = true;
             // Take the peer's answer if it is there: the FIN then goes the right way.
             self.progress_stream(&mut state);
             self.send_fin(&mut state, false);
@@ -96,7 +96,7 @@ impl Conn {
         if state.phase != Phase::Connected {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
-        state.input_shutdown = true;
+        state.closing.input_shutdown = true;
         Self::wake_kernel_readers(&state);
         self.discard_input(&mut state);
         let id = state.id;
@@ -143,20 +143,20 @@ impl Conn {
             return;
         }
         let mut state = self.lock();
-        if state.released {
+        if state.closing.released {
             return;
         }
         Self::wake_kernel_readers(&state);
-        let abort = state.linger_seconds == Some(0);
-        if !abort && state.phase == Phase::Connected && state.fatal.is_none() {
+        let abort = state.closing.linger_seconds == Some(0);
+        if !abort && state.phase == Phase::Connected && !state.failure.is_fatal() {
             // Take the peer's control frames, so that they do not count as unread data (which
             // would make the kernel reset the connection).
             if let Err(e) = self.read_stream(&mut state, None) {
                 self.set_fatal(&mut state, e);
             }
         }
-        if !abort && state.phase == Phase::Connected && !state.output_shutdown && state.fatal.is_none() {
-            state.output_shutdown = true;
+        if !abort && state.phase == Phase::Connected && !state.closing.output_shutdown && !state.failure.is_fatal() {
+            state.closing.output_shutdown = true;
             self.send_fin(&mut state, true);
         }
         // A send from a writer's memory cannot outlive the close: abort instead of lingering.
@@ -164,17 +164,17 @@ impl Conn {
         let pending = self.pending_tx(&state) || self.peer_reading(&state);
         let hub = self.hub.get().cloned();
         let id = state.id;
-        let lingers = match (pending && !abort && state.fatal.is_none(), hub.as_ref(), self.arc()) {
+        let lingers = match (pending && !abort && !state.failure.is_fatal(), hub.as_ref(), self.arc()) {
             (true, Some(hub), Some(me)) => {
                 let linger = Duration::from_millis(state.settings.linger_ms);
-                state.linger_deadline = Some(Instant::now() + linger);
+                state.closing.linger_deadline = Some(Instant::now() + linger);
                 drop(state);
                 hub.linger(me);
                 background().adopt(hub.clone());
                 true
             }
             _ => {
-                if pending && !abort && state.fatal.is_none() {
+                if pending && !abort && !state.failure.is_fatal() {
                     self.flush_blocking(&mut state, Instant::now() + Duration::from_secs(1));
                 }
                 self.release(&mut state, abort);
@@ -195,10 +195,10 @@ impl Conn {
     fn flush_blocking(&self, state: &mut State, deadline: Instant) {
         loop {
             self.drive(state);
-            if !self.pending_tx(state) || state.fatal.is_some() || state.tx_error.is_some() || Instant::now() >= deadline {
+            if !self.pending_tx(state) || state.failure.is_fatal() || state.failure.writes_failed() || Instant::now() >= deadline {
                 return;
             }
-            let Some(socket) = &state.socket else { return };
+            let Some(socket) = &state.tcp.socket else { return };
             let _ = poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(deadline.saturating_duration_since(Instant::now())));
         }
     }
@@ -206,7 +206,7 @@ impl Conn {
     /// One step of a lingering close; true when the connection is released.
     pub fn linger_step(&self) -> bool {
         let mut state = self.lock();
-        if state.released {
+        if state.closing.released {
             return true;
         }
         let _ = self.read_stream(&mut state, None);
@@ -218,8 +218,8 @@ impl Conn {
         }
         self.drive(&mut state);
         let idle = !self.pending_tx(&state) && !self.peer_reading(&state);
-        let expired = state.linger_deadline.is_some_and(|d| Instant::now() >= d);
-        if idle || expired || state.fatal.is_some() || state.rx.eof || state.tx_error.is_some() {
+        let expired = state.closing.linger_deadline.is_some_and(|d| Instant::now() >= d);
+        if idle || expired || state.failure.is_fatal() || state.rx.eof || state.failure.writes_failed() {
             if !idle {
                 debug!("connection {}: lingering close gave up with data undelivered", self.serial);
             }
@@ -230,10 +230,10 @@ impl Conn {
     }
 
     fn release(&self, state: &mut State, abort: bool) {
-        if state.released {
+        if state.closing.released {
             return;
         }
-        state.released = true;
+        state.closing.released = true;
         Self::learn(state);
         let graceful = Self::closes_gracefully(state);
         // Unread application data makes the close abortive, as with the kernel. A socket that
@@ -251,8 +251,8 @@ impl Conn {
             // Closing a descriptor takes it out of every epoll set; only a socket that stays
             // open for a while (closed gracefully, or after a read that waits in it) is taken
             // out first.
-            let stays_open = matches!(end, SocketEnd::Graceful) || state.kernel.inside > 0;
-            hub.unregister_conn(state.id, state.socket.as_ref().filter(|_| stays_open).map(|s| s.as_raw_fd()));
+            let stays_open = matches!(end, SocketEnd::Graceful) || state.tcp.kernel.inside > 0;
+            hub.unregister_conn(state.id, state.tcp.socket.as_ref().filter(|_| stays_open).map(|s| s.as_raw_fd()));
         }
         if let Some(mut link) = state.link.take() {
             if Self::peer_vanished(state, &link) {
@@ -262,13 +262,15 @@ impl Conn {
                 self.bury(link);
             }
         }
-        trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);
-        if let Some(socket) = state.socket.take() {
-            if state.kernel.inside > 0 {
+        if log::log_enabled!(log::Level::Trace) {
+            trace!("connection {}: releasing (abort {abort}, unread {unread})", self.serial);
+        }
+        if let Some(socket) = state.tcp.socket.take() {
+            if state.tcp.kernel.inside > 0 {
                 // A read waits in `recv` on this socket (`close` woke it): the descriptor stays
                 // open until it left, so that it cannot read from another socket that gets the
                 // same number.
-                state.kernel.deferred = Some((socket, end));
+                state.tcp.kernel.deferred = Some((socket, end));
             } else {
                 end.apply(socket);
             }
@@ -292,14 +294,14 @@ impl Conn {
     /// Raw stream bytes that wait in the socket.
     fn unread_in_socket(state: &State) -> bool {
         let raw = state.neg.as_deref().is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
-        raw && state.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0)
+        raw && state.tcp.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0)
     }
 
     /// Wakes reads that wait in `recv` on the socket ([`Conn::read`] on a plain connection):
     /// they return nothing, and find the connection closed or its input shut down.
     pub(super) fn wake_kernel_readers(state: &State) {
-        if state.kernel.inside > 0 {
-            if let Some(socket) = &state.socket {
+        if state.tcp.kernel.inside > 0 {
+            if let Some(socket) = &state.tcp.socket {
                 let _ = socket.shutdown(Shutdown::Read);
             }
         }
@@ -309,7 +311,7 @@ impl Conn {
     /// died in the middle of a UCX message to our worker).
     fn peer_vanished(state: &State, link: &Link) -> bool {
         let fin = state.neg.as_deref().and_then(Negotiation::peer_fin);
-        link.has_endpoint() && ((state.rx.eof && fin.is_none()) || state.fatal.is_some() || link.endpoint_error().is_some())
+        link.has_endpoint() && ((state.rx.eof && fin.is_none()) || state.failure.is_fatal() || link.endpoint_error().is_some())
     }
 }
 

@@ -22,18 +22,18 @@ impl Conn {
         {
             let mut state = self.lock();
             if events & (poller::READABLE | poller::HANGUP | poller::ERROR) != 0 {
-                state.io.readable = true;
+                state.tcp.io.readable = true;
             }
             if events & (poller::HANGUP | poller::ERROR) != 0 {
-                state.io.ended = true;
+                state.tcp.io.ended = true;
             }
             if events & (poller::WRITABLE | poller::ERROR) != 0 {
-                state.io.writable = true;
+                state.tcp.io.writable = true;
             }
-            if state.phase == Phase::Connected && !state.released {
+            if state.phase == Phase::Connected && !state.closing.released {
                 if events & poller::URGENT != 0 {
                     let st = &mut *state;
-                    let result = match (st.neg.as_deref_mut(), st.socket.as_ref()) {
+                    let result = match (st.neg.as_deref_mut(), st.tcp.socket.as_ref()) {
                         (Some(neg), Some(socket)) => stream::urgent(neg, socket, &mut st.rx, Instant::now()),
                         _ => Ok(()),
                     };
@@ -42,7 +42,7 @@ impl Conn {
                     }
                 }
                 self.flush_control(&mut state);
-                if state.input_shutdown || self.is_closed() {
+                if state.closing.input_shutdown || self.is_closed() {
                     self.discard_input(&mut state);
                 } else {
                     // After a FIN too: whatever follows it is a violation, and the socket's end
@@ -58,7 +58,7 @@ impl Conn {
     pub fn on_ucx_event(&self) {
         {
             let mut state = self.lock();
-            if state.released {
+            if state.closing.released {
                 return;
             }
             let mut pong = None;
@@ -84,7 +84,7 @@ impl Conn {
                     self.set_fatal(&mut state, e);
                 }
             }
-            if state.input_shutdown {
+            if state.closing.input_shutdown {
                 self.discard_input(&mut state);
             }
         }
@@ -115,7 +115,7 @@ impl Conn {
     pub fn on_lane(&self) {
         let id = {
             let mut state = self.lock();
-            if let Some(identity) = state.link_wanted.take().filter(|_| !state.released) {
+            if let Some(identity) = state.upgrade.wanted.take().filter(|_| !state.closing.released) {
                 self.open_link(&mut state, identity, false);
             }
             self.drive(&mut state);
@@ -151,14 +151,14 @@ impl Conn {
     /// returns bytes, EOF or an error (or, rarely, only takes a control frame that came since).
     pub fn ready_ops(&self) -> u32 {
         let mut state = self.lock();
-        if self.hub.get().is_none() && state.phase == Phase::Connected && !state.released {
+        if self.hub.get().is_none() && state.phase == Phase::Connected && !state.closing.released {
             // No epoll watches an unbound connection's socket: look now.
             self.progress_stream(&mut state);
         }
         let mut ops = 0;
         match state.phase {
             Phase::Connecting => {
-                if state.io.writable || state.fatal.is_some() {
+                if state.tcp.io.writable || state.failure.is_fatal() {
                     ops |= OP_CONNECT;
                 }
             }

@@ -61,15 +61,15 @@ impl Conn {
     /// would with the JDK); whether written data still waits to go out.
     fn end_at_exit(&self) -> bool {
         let Some(mut state) = self.state.try_lock_for(LOCK_WAIT) else { return false };
-        if state.released || state.phase != Phase::Connected || state.fatal.is_some() {
+        if state.closing.released || state.phase != Phase::Connected || state.failure.is_fatal() {
             return false;
         }
-        if !self.is_closed() && !state.output_shutdown {
+        if !self.is_closed() && !state.closing.output_shutdown {
             self.progress_stream(&mut state);
             if Self::unread(&state) {
                 return false;
             }
-            state.output_shutdown = true;
+            state.closing.output_shutdown = true;
             self.send_fin(&mut state, false);
         }
         self.pending_tx(&state)
@@ -78,7 +78,7 @@ impl Conn {
     /// Moves written data on (credits, staged messages, control bytes); whether some still waits.
     fn exit_step(&self) -> bool {
         let Some(mut state) = self.state.try_lock_for(LOCK_WAIT) else { return true };
-        if state.released || state.fatal.is_some() || state.tx_error.is_some() {
+        if state.closing.released || state.failure.is_fatal() || state.failure.writes_failed() {
             return false;
         }
         if let Some(link) = &mut state.link {

@@ -16,6 +16,11 @@
 //! that suits the peer (see [`Lanes`](super::lanes::Lanes)) once the peer's HELLO named it; a
 //! connection used without a hub waits with that until it is bound.
 //!
+//! State. One mutex holds a connection's `State`, in parts by what they hold: the kernel's side
+//! (`tcp.rs`: socket, addresses, the options the application set), the negotiation, the
+//! streams' buffers, the UCX link and what the upgrade waits to do with it, how far it is shut
+//! down or closed, and one `Failure` value that every operation asks.
+//!
 //! Files: this one holds the state, opening, binding and connecting; `upgrade.rs` what the
 //! negotiation asks for, `events.rs` the hub's events and the selection keys, `read.rs`,
 //! `write.rs` and `close.rs` the NIO operations, `options.rs` socket options, `exit.rs` the end
@@ -24,7 +29,9 @@
 mod close;
 mod events;
 mod exit;
+mod failure;
 mod options;
+mod tcp;
 mod read;
 mod upgrade;
 mod write;
@@ -55,6 +62,8 @@ use crate::config::Settings;
 use crate::net::poller;
 use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
+use failure::Failure;
+use tcp::{IoFlags, Tcp};
 use read::KernelReads;
 use upgrade::policy;
 
@@ -68,25 +77,14 @@ enum Phase {
     Failed,
 }
 
-/// Edge-triggered socket state, refreshed by epoll events and by would-block results.
-#[derive(Default)]
-struct IoFlags {
-    readable: bool,
-    writable: bool,
-    /// The socket reported the end of the peer's stream or a failure (`EPOLLRDHUP`, `EPOLLHUP`,
-    /// `EPOLLERR`), whether or not reads have come that far.
-    ended: bool,
-}
-
+/// One connection's state, behind its mutex, in parts by what they hold.
 struct State {
     /// The library's settings, given when the connection was created.
     settings: &'static Settings,
-    socket: Option<Socket>,
     role: Role,
     phase: Phase,
-    bound_local: bool,
-    remote: Option<SocketAddr>,
-    io: IoFlags,
+    id: u32,
+    tcp: Tcp,
     /// The control stream; exists once the connection is up. Boxed: inline it was most of a
     /// connection's size and took the connection's allocation above glibc's small chunks
     /// (1,008 bytes), where a request first merges the lists of freed small chunks: once per new
@@ -94,38 +92,35 @@ struct State {
     neg: Option<Box<Negotiation>>,
     rx: RxState,
     tx: TxState,
+    link: Option<Link>,
+    upgrade: Upgrade,
+    closing: Closing,
+    failure: Failure,
+    /// The time the background thread calls [`Conn::on_deadline`] for.
+    deadline_asked: Option<Instant>,
+}
+
+/// What the upgrade waits to do with the UCX link.
+#[derive(Default)]
+struct Upgrade {
+    /// The peer's identity, when its link waits for the connection to be bound to a hub.
+    wanted: Option<Identity>,
+    /// Probe pings to answer once the endpoint exists.
+    pending_pongs: Vec<u64>,
+}
+
+/// How far the connection has been shut down and closed.
+#[derive(Default)]
+struct Closing {
     input_shutdown: bool,
     /// Output shut down (FIN sent or due).
     output_shutdown: bool,
     /// A FIN waits until held bytes went out.
     fin_pending: bool,
-    /// Writing to the socket failed (peer closed or reset): later writes fail with it.
-    tx_error: Option<Error>,
-    /// A plain stream's socket failed (a reset) while only the protocol was read: the next read
-    /// that finds no bytes reports it, as the kernel's channel would at that point.
-    rx_error: Option<Error>,
-    link: Option<Link>,
-    /// The peer's identity, when its link waits for the connection to be bound to a hub.
-    link_wanted: Option<Identity>,
-    /// Probe pings to answer once the endpoint exists.
-    pending_pongs: Vec<u64>,
-    id: u32,
-    fatal: Option<Error>,
     linger_deadline: Option<Instant>,
     linger_seconds: Option<i32>,
+    /// The socket and link were given back: nothing more happens on this connection.
     released: bool,
-    /// When the write path last looked at the control socket (on the coarse clock).
-    tcp_checked: Duration,
-    /// The application's `SO_KEEPALIVE` once the connection's own liveness timers own the
-    /// kernel's keepalive (see `watch_liveness`); `None` before.
-    user_keepalive: Option<bool>,
-    /// The application's `TCP_NODELAY` once the control socket has it on for good (a hadroNIO
-    /// peer: control frames are small and must not wait for the peer's delayed ACK).
-    user_nodelay: Option<bool>,
-    /// The time the background thread calls [`Conn::on_deadline`] for.
-    deadline_asked: Option<Instant>,
-    /// Blocking reads that wait in the kernel.
-    kernel: KernelReads,
 }
 
 pub struct Conn {
@@ -159,33 +154,27 @@ impl Conn {
     fn new_state(settings: &'static Settings, socket: Socket, role: Role, phase: Phase) -> State {
         State {
             settings,
-            socket: Some(socket),
             role,
             phase,
-            bound_local: false,
-            remote: None,
-            io: IoFlags { readable: true, writable: true, ended: false },
+            id: 0,
+            tcp: Tcp {
+                socket: Some(socket),
+                bound_local: false,
+                remote: None,
+                io: IoFlags { readable: true, writable: true, ended: false },
+                tcp_checked: write::coarse_now(),
+                user_keepalive: None,
+                user_nodelay: None,
+                kernel: KernelReads::default(),
+            },
             neg: None,
             rx: RxState::default(),
             tx: TxState::default(),
-            input_shutdown: false,
-            output_shutdown: false,
-            fin_pending: false,
-            tx_error: None,
-            rx_error: None,
             link: None,
-            link_wanted: None,
-            pending_pongs: Vec::new(),
-            id: 0,
-            fatal: None,
-            linger_deadline: None,
-            linger_seconds: None,
-            released: false,
-            tcp_checked: write::coarse_now(),
-            user_keepalive: None,
-            user_nodelay: None,
+            upgrade: Upgrade::default(),
+            closing: Closing::default(),
+            failure: Failure::default(),
             deadline_asked: None,
-            kernel: KernelReads::default(),
         }
     }
 
@@ -199,8 +188,8 @@ impl Conn {
     /// offer is already there.
     pub fn accepted(settings: &'static Settings, socket: Socket, peer: SocketAddr, local_port: u16) -> Arc<Conn> {
         let mut state = Conn::new_state(settings, socket, Role::Server, Phase::Connected);
-        state.remote = Some(peer);
-        state.bound_local = true;
+        state.tcp.remote = Some(peer);
+        state.tcp.bound_local = true;
         state.neg = Some(Box::new(Negotiation::new(policy(Role::Server, peer, local_port, settings))));
         Self::count_new(&state);
         let conn = Conn::with_state(state);
@@ -258,11 +247,11 @@ impl Conn {
         if let Some(bound) = self.hub.get() {
             return Ok(bound.clone());
         }
-        if state.released {
+        if state.closing.released {
             return Err(Error::closed());
         }
         let Some(me) = self.arc() else { return Err(Error::closed()) };
-        let fd = match &state.socket {
+        let fd = match &state.tcp.socket {
             Some(socket) => socket.as_raw_fd(),
             None => return Err(Error::closed()),
         };
@@ -270,12 +259,12 @@ impl Conn {
         // that event, nothing says there is anything to read, and a selector must not report a
         // new connection readable before its first bytes come (its application would read
         // nothing and go back to the selector).
-        state.io.readable = false;
+        state.tcp.io.readable = false;
         let id = hub.register_conn(Arc::<Conn>::downgrade(&me), fd).map_err(|e| Error::io("epoll", &e))?;
         state.id = id;
         let _ = self.hub.set(hub.clone());
         debug!("connection {} bound to hub {} as id {id}", self.serial, hub.serial);
-        if let Some(identity) = state.link_wanted.take() {
+        if let Some(identity) = state.upgrade.wanted.take() {
             self.open_link(state, identity, true);
         }
         self.drive(state);
@@ -296,12 +285,12 @@ impl Conn {
 
     pub fn bind(&self, addr: &SocketAddr) -> Result<()> {
         let mut state = self.lock();
-        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        let socket = state.tcp.socket.as_ref().ok_or_else(Error::closed)?;
         if !socket.accepts(addr) {
             return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
         }
         socket.bind(addr).map_err(|e| Error::io("bind", &e))?;
-        state.bound_local = true;
+        state.tcp.bound_local = true;
         Ok(())
     }
 
@@ -311,16 +300,16 @@ impl Conn {
         let deadline = timeout.map(|t| Instant::now() + t);
         {
             let mut state = self.lock();
-            if self.is_closed() || state.released {
+            if self.is_closed() || state.closing.released {
                 return Err(Error::closed());
             }
-            let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+            let socket = state.tcp.socket.as_ref().ok_or_else(Error::closed)?;
             if !socket.accepts(addr) {
                 return Err(Error::new(Status::Invalid, "IPv6 address on an IPv4 socket"));
             }
-            state.remote = Some(*addr);
+            state.tcp.remote = Some(*addr);
             state.neg = Some(Box::new(Negotiation::new(policy(Role::Client, *addr, addr.port(), state.settings))));
-            let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+            let socket = state.tcp.socket.as_ref().ok_or_else(Error::closed)?;
             match socket.connect(addr) {
                 Ok(true) => {
                     self.on_connected(&mut state);
@@ -328,7 +317,7 @@ impl Conn {
                 }
                 Ok(false) => {
                     state.phase = Phase::Connecting;
-                    state.io = IoFlags::default();
+                    state.tcp.io = IoFlags::default();
                 }
                 Err(e) => {
                     state.phase = Phase::Failed;
@@ -376,21 +365,21 @@ impl Conn {
             }
             let fd = {
                 let state = self.lock();
-                match &state.socket {
+                match &state.tcp.socket {
                     Some(socket) => socket.as_raw_fd(),
                     None => return Err(Error::closed()),
                 }
             };
             let revents = poller::poll([(fd, libc::POLLOUT)], Some(slice)).map_err(|e| Error::io("poll", &e))?;
             if revents[0] != 0 {
-                self.lock().io.writable = true;
+                self.lock().tcp.io.writable = true;
             }
         }
     }
 
     fn connect_settled(&self) -> bool {
         let state = self.lock();
-        state.phase != Phase::Connecting || state.io.writable || state.fatal.is_some()
+        state.phase != Phase::Connecting || state.tcp.io.writable || state.failure.is_fatal()
     }
 
     /// Completes a pending connect: `Ok(true)` connected, `Ok(false)` still pending.
@@ -414,8 +403,8 @@ impl Conn {
                 // The socket's error is asked for only once poll reports the connect done
                 // (writable, failed or hung up), as the kernel's channels do; where the wait
                 // just saw it so, it is not asked again.
-                let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-                let done = std::mem::take(&mut polled) && state.io.writable
+                let socket = state.tcp.socket.as_ref().ok_or_else(Error::closed)?;
+                let done = std::mem::take(&mut polled) && state.tcp.io.writable
                     || poller::poll([(socket.as_raw_fd(), libc::POLLOUT)], Some(Duration::ZERO))
                         .map_err(|e| Error::io("poll", &e))?[0]
                         & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP)
@@ -430,7 +419,7 @@ impl Conn {
                     self.notify_keys();
                     return Ok(true);
                 }
-                state.io.writable = false;
+                state.tcp.io.writable = false;
                 if !blocking {
                     return Ok(false);
                 }
@@ -442,14 +431,14 @@ impl Conn {
     /// The TCP connection is up (a client offers with its first write, or at once with a secret).
     fn on_connected(&self, state: &mut State) {
         state.phase = Phase::Connected;
-        state.bound_local = true;
+        state.tcp.bound_local = true;
         Self::count_new(state);
         if let Some(neg) = &mut state.neg {
             neg.on_connected(Instant::now());
         }
         self.drive(state);
         if log_enabled!(Level::Debug) {
-            debug!("connection {} connected to {:?}", self.serial, state.remote);
+            debug!("connection {} connected to {:?}", self.serial, state.tcp.remote);
         }
     }
 
@@ -457,17 +446,17 @@ impl Conn {
 
     pub fn local_addr(&self) -> Result<Option<SocketAddr>> {
         let state = self.lock();
-        if !state.bound_local {
+        if !state.tcp.bound_local {
             return Ok(None);
         }
-        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
+        let socket = state.tcp.socket.as_ref().ok_or_else(Error::closed)?;
         socket.local_addr().map(Some).map_err(|e| Error::io("getsockname", &e))
     }
 
     pub fn remote_addr(&self) -> Option<SocketAddr> {
         let state = self.lock();
         if state.phase == Phase::Connected {
-            state.remote
+            state.tcp.remote
         } else {
             None
         }

@@ -19,30 +19,13 @@ impl Conn {
     pub fn set_option(&self, option: i32, value: i32) -> Result<()> {
         let mut state = self.lock();
         if option == OPT_SO_LINGER {
-            state.linger_seconds = if value < 0 { None } else { Some(value) };
+            state.closing.linger_seconds = if value < 0 { None } else { Some(value) };
         }
-        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-        if option == OPT_SO_KEEPALIVE && state.user_keepalive.is_some() {
-            // The liveness timers keep the kernel's keepalive on; remember what was asked.
-            state.user_keepalive = Some(value != 0);
-            return Ok(());
-        }
-        if option == OPT_TCP_NODELAY && state.user_nodelay.is_some() {
-            // Control frames go without delay whatever the application asks; remember it.
-            state.user_nodelay = Some(value != 0);
-            return Ok(());
-        }
-        set_socket_option(socket, option, value)
+        state.tcp.set_option(option, value)
     }
 
     pub fn get_option(&self, option: i32) -> Result<i32> {
-        let state = self.lock();
-        let socket = state.socket.as_ref().ok_or_else(Error::closed)?;
-        match (option, state.user_keepalive, state.user_nodelay) {
-            (OPT_SO_KEEPALIVE, Some(user), _) => Ok(user as i32),
-            (OPT_TCP_NODELAY, _, Some(user)) => Ok(user as i32),
-            _ => get_socket_option(socket, option),
-        }
+        self.lock().tcp.get_option(option)
     }
 }
 

@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use log::trace;
+use log::{log_enabled, trace, Level};
 use parking_lot::MutexGuard;
 
 use super::close::SocketEnd;
@@ -91,7 +91,7 @@ impl Conn {
 
     /// The error that ends reading when no more bytes can come, if any.
     pub(super) fn read_failure(state: &State) -> Option<Error> {
-        if let Some(error) = &state.fatal {
+        if let Some(error) = state.failure.fatal() {
             return Some(error.clone());
         }
         let neg = state.neg.as_deref()?;
@@ -118,7 +118,7 @@ impl Conn {
     }
 
     fn read_now(&self, state: &mut State, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
-        if state.input_shutdown {
+        if state.closing.input_shutdown {
             return Err(Error::new(Status::Eof, "input shut down"));
         }
         if state.phase != Phase::Connected {
@@ -142,7 +142,7 @@ impl Conn {
         if n > 0 {
             return Ok(n);
         }
-        if let Some(error) = state.rx_error.take() {
+        if let Some(error) = state.failure.take_input() {
             return Err(error);
         }
         if Self::at_end(state) {
@@ -158,7 +158,7 @@ impl Conn {
     }
 
     pub(super) fn readable_now(&self, state: &State) -> bool {
-        if state.fatal.is_some() || state.rx_error.is_some() || state.input_shutdown || Self::at_end(state) || Self::read_failure(state).is_some() {
+        if state.failure.is_fatal() || state.failure.input_pending() || state.closing.input_shutdown || Self::at_end(state) || Self::read_failure(state).is_some() {
             return true;
         }
         let Some(neg) = &state.neg else { return false };
@@ -171,7 +171,7 @@ impl Conn {
         if neg.peer_switched() {
             state.link.as_ref().is_some_and(|l| l.readable())
         } else {
-            state.io.readable || state.rx.eof
+            state.tcp.io.readable || state.rx.eof
         }
     }
 
@@ -180,13 +180,13 @@ impl Conn {
     fn reads_in_kernel(state: &State) -> bool {
         state.phase == Phase::Connected
             && Self::plain_for_good(state)
-            && state.socket.is_some()
+            && state.tcp.socket.is_some()
             && state.rx.inbox.is_empty()
             && !state.rx.pass_due
             && !state.rx.eof
-            && !state.input_shutdown
-            && state.fatal.is_none()
-            && state.rx_error.is_none()
+            && !state.closing.input_shutdown
+            && !state.failure.is_fatal()
+            && !state.failure.input_pending()
     }
 
     /// A blocking read of a plain connection, as the kernel's blocking channels read: one `recv`
@@ -196,13 +196,13 @@ impl Conn {
     /// Returns the state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a
     /// wake-up) to the usual path.
     fn read_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, dst: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<usize>) {
-        let Some(socket) = &state.socket else { return (state, Ok(0)) };
+        let Some(socket) = &state.tcp.socket else { return (state, Ok(0)) };
         let raw = socket.as_raw_fd();
-        if !state.kernel.blocking {
+        if !state.tcp.kernel.blocking {
             if let Err(e) = socket.set_blocking() {
                 return (state, Err(Error::io("", &e)));
             }
-            state.kernel.blocking = true;
+            state.tcp.kernel.blocking = true;
         }
         let mut parts: [IoSliceMut<'_>; MAX_PARTS] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
         let mut count = 0;
@@ -212,7 +212,7 @@ impl Conn {
             count += 1;
         }
         let parts = &mut parts[..count];
-        state.kernel.inside += 1;
+        state.tcp.kernel.inside += 1;
         let governor = kernel_spin(state.settings.spin_ns);
         drop(state);
         // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
@@ -223,9 +223,9 @@ impl Conn {
             None => recv_parts(fd, parts, true),
         };
         let mut state = self.lock();
-        state.kernel.inside -= 1;
-        if state.kernel.inside == 0 {
-            if let Some((socket, end)) = state.kernel.deferred.take() {
+        state.tcp.kernel.inside -= 1;
+        if state.tcp.kernel.inside == 0 {
+            if let Some((socket, end)) = state.tcp.kernel.deferred.take() {
                 end.apply(socket);
             }
         }
@@ -242,7 +242,7 @@ impl Conn {
             // socket again), unless this side shut the input down or closed (the wake-up of a
             // `shutdownInput` or `close`): the usual path reports those.
             Ok(_) => {
-                if !self.is_closed() && !state.input_shutdown {
+                if !self.is_closed() && !state.closing.input_shutdown {
                     let st = &mut *state;
                     if let Some(neg) = &mut st.neg {
                         st.rx.ended(neg);
@@ -311,92 +311,92 @@ impl Conn {
         let mut polled = false;
         let mut drained = false;
         loop {
-            let mut key = None;
-            let hub = {
-                let mut state = self.lock();
-                if self.is_closed() {
-                    Self::abandon_user_rx(&mut state);
-                    return Err(Error::closed());
-                }
-                let in_kernel = blocking && timeout.is_none() && Self::reads_in_kernel(&state);
-                if blocking && !in_kernel && self.hub.get().is_none() {
-                    self.ensure_bound(&mut state)?;
-                }
-                Self::assume_ready_unbound(&self.hub, &mut state);
-                let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());
-                let mut result = Ok(0);
-                if in_kernel {
-                    (state, result) = self.read_in_kernel(state, &mut dst);
-                    if self.is_closed() && !matches!(result, Ok(n) if n > 0) {
-                        continue;
-                    }
-                }
-                if matches!(result, Ok(0)) {
-                    result = self.read_now(&mut state, &mut dst, allow_user);
-                }
-                match result {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        let unblocked = blocked && state.link.as_ref().is_some_and(|l| l.writable());
-                        let upgrading = Self::upgrading(&state);
-                        let id = state.id;
-                        drop(state);
-                        if unblocked {
-                            self.writers_may_go(id);
-                        }
-                        self.progress_upgrade(upgrading);
-                        return Ok(n);
-                    }
-                    Err(e) if e.status == Status::Reset && !drained && state.link.is_some() => {
-                        // Messages that arrived before the reset may still wait in the worker:
-                        // deliver them before reporting it.
-                        drained = true;
-                        let hub = self.hub.get().cloned();
-                        drop(state);
-                        if let Some(hub) = hub {
-                            hub.poll_now();
-                        }
-                        continue;
-                    }
-                    Err(e) => {
-                        Self::abandon_user_rx(&mut state);
-                        if e.status != Status::Eof {
-                            self.set_fatal(&mut state, e.clone());
-                        }
-                        trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_deref().map(Negotiation::path).unwrap_or_default());
-                        return Err(e);
-                    }
-                }
-                let announced = Self::announced_deadline(&state);
-                if !blocking {
-                    if polled || !Self::hub_may_deliver(&state) {
-                        return Ok(0);
-                    }
-                    (self.hub.get().cloned(), announced)
-                } else {
-                    let hub = self.ensure_bound(&mut state)?;
-                    key = Some(state.id);
-                    (Some(hub), announced)
-                }
-            };
-            match hub {
-                (None, _) => return Ok(0),
-                (Some(hub), _) if !blocking => {
-                    hub.poll_now();
-                    polled = true;
-                }
-                (Some(hub), announced) => {
-                    let until = match (deadline, announced) {
-                        (Some(d), Some(a)) => Some(d.min(a)),
-                        (d, a) => d.or(a),
-                    };
-                    let ready = hub.wait(key, &mut || self.is_closed() || self.readable_now(&self.lock()), until);
-                    if !ready && !self.is_closed() && deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err(Error::new(Status::TimedOut, "Read timed out"));
-                    }
+            let mut state = self.lock();
+            if self.is_closed() {
+                Self::abandon_user_rx(&mut state);
+                return Err(Error::closed());
+            }
+            let in_kernel = blocking && timeout.is_none() && Self::reads_in_kernel(&state);
+            if blocking && !in_kernel && self.hub.get().is_none() {
+                self.ensure_bound(&mut state)?;
+            }
+            Self::assume_ready_unbound(&self.hub, &mut state);
+            let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());
+            let mut result = Ok(0);
+            if in_kernel {
+                (state, result) = self.read_in_kernel(state, &mut dst);
+                if self.is_closed() && !matches!(result, Ok(n) if n > 0) {
+                    continue;
                 }
             }
+            if matches!(result, Ok(0)) {
+                result = self.read_now(&mut state, &mut dst, allow_user);
+            }
+            match result {
+                Ok(0) => {}
+                Ok(n) => return Ok(self.read_done(state, n, blocked)),
+                Err(e) if e.status == Status::Reset && !drained && state.link.is_some() => {
+                    // Messages that arrived before the reset may still wait in the worker:
+                    // deliver them before reporting it.
+                    drained = true;
+                    let hub = self.hub.get().cloned();
+                    drop(state);
+                    if let Some(hub) = hub {
+                        hub.poll_now();
+                    }
+                    continue;
+                }
+                Err(e) => return Err(self.read_ended(&mut state, e)),
+            }
+            if !blocking {
+                if polled || !Self::hub_may_deliver(&state) {
+                    return Ok(0);
+                }
+                let Some(hub) = self.hub.get() else { return Ok(0) };
+                drop(state);
+                hub.poll_now();
+                polled = true;
+                continue;
+            }
+            let until = match (deadline, Self::announced_deadline(&state)) {
+                (Some(d), Some(a)) => Some(d.min(a)),
+                (d, a) => d.or(a),
+            };
+            let hub = self.ensure_bound(&mut state)?;
+            let key = Some(state.id);
+            drop(state);
+            let ready = hub.wait(key, &mut || self.is_closed() || self.readable_now(&self.lock()), until);
+            if !ready && !self.is_closed() && deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Error::new(Status::TimedOut, "Read timed out"));
+            }
         }
+    }
+
+    /// A read returned `n` bytes: writers that waited for the credits it returned may go, and the
+    /// upgrade is progressed.
+    fn read_done(&self, state: MutexGuard<'_, State>, n: usize, blocked: bool) -> usize {
+        let unblocked = blocked && state.link.as_ref().is_some_and(|l| l.writable());
+        let upgrading = Self::upgrading(&state);
+        let id = state.id;
+        drop(state);
+        if unblocked {
+            self.writers_may_go(id);
+        }
+        self.progress_upgrade(upgrading);
+        n
+    }
+
+    /// Reading ended with `e`: an end of stream leaves the connection as it is, anything else
+    /// fails it.
+    fn read_ended(&self, state: &mut State, e: Error) -> Error {
+        Self::abandon_user_rx(state);
+        if e.status != Status::Eof {
+            self.set_fatal(state, e.clone());
+        }
+        if log_enabled!(Level::Trace) {
+            trace!("connection {}: read ends with {:?} ({})", self.serial, e.status, state.neg.as_deref().map(Negotiation::path).unwrap_or_default());
+        }
+        e
     }
 
     /// Whether progressing the hub may find something for a read that found nothing: UCX
@@ -420,8 +420,8 @@ impl Conn {
     /// kernel's own channels do.
     pub(super) fn assume_ready_unbound(hub: &OnceLock<Arc<Hub>>, state: &mut State) {
         if hub.get().is_none() {
-            state.io.readable = true;
-            state.io.writable = true;
+            state.tcp.io.readable = true;
+            state.tcp.io.writable = true;
         }
     }
 
@@ -435,9 +435,9 @@ impl Conn {
 
     /// Whether the peer is known to be gone: nothing more will come from it.
     pub(super) fn peer_gone(state: &State) -> bool {
-        state.fatal.is_some()
+        state.failure.is_fatal()
             || state.rx.eof
-            || state.tx_error.is_some()
+            || state.failure.writes_failed()
             || state.link.as_ref().is_some_and(|l| l.endpoint_error().is_some())
     }
 }

@@ -112,7 +112,7 @@ impl Conn {
     /// [`Conn::on_lane`] comes back here.
     pub(super) fn open_link(&self, state: &mut State, identity: Identity, may_wait: bool) {
         let Some(hub) = self.hub.get().cloned() else {
-            state.link_wanted = Some(identity);
+            state.upgrade.wanted = Some(identity);
             return;
         };
         let s = state.settings;
@@ -120,7 +120,7 @@ impl Conn {
         if may_wait && !hub.lane_is_open(locality) {
             if let Some(me) = self.arc() {
                 if hub.open_lane_later(locality, Some(Arc::<Conn>::downgrade(&me) as _)) {
-                    state.link_wanted = Some(identity);
+                    state.upgrade.wanted = Some(identity);
                     return;
                 }
             }
@@ -149,11 +149,11 @@ impl Conn {
     /// Reads what the negotiation needs from the socket (control frames, marks; no application
     /// bytes), then [`Conn::drive`]s it.
     pub(super) fn progress_stream(&self, state: &mut State) {
-        if state.phase == Phase::Connected && !state.released && state.fatal.is_none() && state.rx_error.is_none() {
+        if state.phase == Phase::Connected && !state.closing.released && !state.failure.is_fatal() && !state.failure.input_pending() {
             if let Err(e) = self.read_stream(state, None) {
                 let plain = !state.neg.as_deref().is_some_and(Negotiation::peer_speaks_hadronio);
                 if plain && e.status != Status::Protocol {
-                    state.rx_error = Some(e);
+                    state.failure.fail_input(e);
                 } else {
                     self.set_fatal(state, e);
                 }
@@ -166,7 +166,7 @@ impl Conn {
     /// back and a FIN that waited for them, and asks the background thread to call back when its
     /// next deadline comes.
     pub(super) fn drive(&self, state: &mut State) {
-        if state.phase != Phase::Connected || state.released {
+        if state.phase != Phase::Connected || state.closing.released {
             return;
         }
         while let Some(action) = state.neg.as_deref_mut().and_then(Negotiation::poll_action) {
@@ -174,19 +174,19 @@ impl Conn {
         }
         Self::learn(state);
         let Some(neg) = state.neg.as_deref_mut() else { return };
-        if neg.framed() && state.user_nodelay.is_none() {
-            Self::control_frames_without_delay(state);
+        if neg.framed() && state.tcp.user_nodelay.is_none() {
+            state.tcp.control_frames_without_delay();
         }
         self.flush_control(state);
         if !state.tx.early.is_empty() {
-            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) {
+            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) {
                 if let Err(e) = stream::release(neg, socket, &state.rx, &mut state.tx) {
                     Self::control_send_failed(state, &e);
                 }
             }
         }
-        if state.fin_pending && state.tx.early.is_empty() {
-            state.fin_pending = false;
+        if state.closing.fin_pending && state.tx.early.is_empty() {
+            state.closing.fin_pending = false;
             self.send_fin(state, false);
         }
         self.drop_link_if_unused(state);
@@ -209,7 +209,7 @@ impl Conn {
 
     /// Tells the process's memory of servers what this client connection showed about its own.
     pub(super) fn learn(state: &mut State) {
-        if let (Some(outcome), Some(server)) = (state.neg.as_deref_mut().and_then(Negotiation::take_outcome), state.remote) {
+        if let (Some(outcome), Some(server)) = (state.neg.as_deref_mut().and_then(Negotiation::take_outcome), state.tcp.remote) {
             peers().learn(server, outcome, Instant::now());
         }
     }
@@ -237,7 +237,7 @@ impl Conn {
                     }
                 }
                 if ok {
-                    for token in std::mem::take(&mut state.pending_pongs) {
+                    for token in std::mem::take(&mut state.upgrade.pending_pongs) {
                         self.answer_probe(state, token);
                     }
                 }
@@ -253,13 +253,13 @@ impl Conn {
                 stats::count(if shared_memory { Counter::UpgradesSharedMemory } else { Counter::UpgradesNetwork });
                 if log_enabled!(Level::Info) {
                     let over = state.link.as_ref().map_or_else(String::new, Link::path_words);
-                    info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.remote));
+                    info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.tcp.remote));
                 }
                 self.watch_liveness(state);
             }
             Action::GaveUp(reason, why) => {
                 stats::count(Self::tcp_counter(reason));
-                info!("connection {} {}: stays on TCP: {why}", self.serial, Self::peer_label(state.role, state.remote));
+                info!("connection {} {}: stays on TCP: {why}", self.serial, Self::peer_label(state.role, state.tcp.remote));
             }
         }
     }
@@ -311,20 +311,20 @@ impl Conn {
                     debug!("connection {}: {e}", self.serial);
                 }
             }
-            Some(_) => state.pending_pongs.push(token),
+            Some(_) => state.upgrade.pending_pongs.push(token),
             None => {}
         }
     }
 
     /// Writes the negotiation's urgent byte and control bytes (as far as the socket takes them).
     pub(super) fn flush_control(&self, state: &mut State) {
-        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else { return };
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) else { return };
         if !neg.has_output() {
             return;
         }
         match stream::flush(neg, socket, &state.rx) {
             Ok(true) => {}
-            Ok(false) => state.io.writable = false,
+            Ok(false) => state.tcp.io.writable = false,
             Err(e) => {
                 neg.out().clear();
                 Self::control_send_failed(state, &e);
@@ -338,7 +338,7 @@ impl Conn {
     /// `recv` would see a clean end of stream: the reader learns of the reset from `rx.reset`,
     /// as it would from the kernel's channels, whose application made no send that took it.
     pub(super) fn control_send_failed(state: &mut State, e: &std::io::Error) {
-        state.tx_error.get_or_insert_with(|| Error::io("", e));
+        state.failure.fail_output(|| Error::io("", e));
         if e.raw_os_error() == Some(libc::ECONNRESET) {
             state.rx.reset = true;
         }
@@ -376,46 +376,27 @@ impl Conn {
     /// within `hadronio.livenessMillis` instead of TCP's quarter of an hour. The application's
     /// `SO_KEEPALIVE` stays what it set, as far as it can tell.
     pub(super) fn watch_liveness(&self, state: &mut State) {
-        let millis = state.settings.liveness_ms;
-        let Some(socket) = &state.socket else { return };
-        if millis == 0 || state.user_keepalive.is_some() {
-            return;
-        }
-        let user = socket.get_int(libc::SOL_SOCKET, libc::SO_KEEPALIVE).map(|v| v != 0).unwrap_or(false);
-        match socket.set_liveness(millis) {
-            Ok(()) => state.user_keepalive = Some(user),
-            Err(e) => info!("connection {}: no liveness timers on the control socket: {e}", self.serial),
-        }
-    }
-
-    /// A hadroNIO peer's socket carries control frames, a few bytes each, whose delay is the
-    /// connection's (the end of a stream waits for FIN): Nagle's algorithm would hold one back
-    /// until the peer's delayed ACK, up to 40 ms. The application's `TCP_NODELAY` stays what it
-    /// set, as far as it can tell.
-    pub(super) fn control_frames_without_delay(state: &mut State) {
-        let Some(socket) = &state.socket else { return };
-        let user = socket.get_int(libc::IPPROTO_TCP, libc::TCP_NODELAY).map(|v| v != 0).unwrap_or(false);
-        if socket.set_int(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1).is_ok() {
-            state.user_nodelay = Some(user);
+        if let Err(e) = state.tcp.watch_liveness(state.settings.liveness_ms) {
+            info!("connection {}: no liveness timers on the control socket: {e}", self.serial);
         }
     }
 
     pub(super) fn set_fatal(&self, state: &mut State, error: Error) {
-        if state.fatal.is_none() {
+        if !state.failure.is_fatal() {
             let handshake = state.neg.as_deref().is_some_and(|n| n.pending() && n.peer_speaks_hadronio());
             if error.status == Status::Protocol {
                 // A peer that breaks the protocol (or fails authentication) is worth a line.
-                warn!("connection {} {}: {}; the connection fails", self.serial, Self::peer_label(state.role, state.remote), error);
+                warn!("connection {} {}: {}; the connection fails", self.serial, Self::peer_label(state.role, state.tcp.remote), error);
             } else if handshake {
-                info!("connection {} {} failed during the hadroNIO handshake: {}", self.serial, Self::peer_label(state.role, state.remote), error);
+                info!("connection {} {} failed during the hadroNIO handshake: {}", self.serial, Self::peer_label(state.role, state.tcp.remote), error);
             } else {
                 debug!("connection {}: {}", self.serial, error);
             }
             // What the negotiation queued tells the peer why (its own checks fail the same way).
-            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) {
+            if let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) {
                 let _ = stream::flush(neg, socket, &state.rx);
             }
-            state.fatal = Some(error);
+            state.failure.set_fatal(error);
         }
     }
 
@@ -432,14 +413,14 @@ impl Conn {
     /// mapping socket failures: a reset ends the peer's stream of a hadroNIO peer like an EOF
     /// without FIN (what arrived before stays readable); other failures are errors.
     pub(super) fn read_stream(&self, state: &mut State, dst: Option<&mut crate::core::iov::Cursor<'_>>) -> Result<usize> {
-        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else { return Ok(0) };
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) else { return Ok(0) };
         match stream::read(neg, socket, &mut state.rx, dst, Instant::now()) {
             Ok(read) => {
                 // A short receive drained the socket, unless its end was reported already: then
                 // the end waits behind the bytes, with no edge to come (the kernel's selector
                 // reports such a socket readable until its end is read).
-                if read.blocked && !state.io.ended {
-                    state.io.readable = false;
+                if read.blocked && !state.tcp.io.ended {
+                    state.tcp.io.readable = false;
                 }
                 stats::add(Counter::BytesReceivedTcp, read.delivered as u64);
                 Ok(read.delivered)
@@ -482,7 +463,7 @@ impl Conn {
             Some(libc::ETIMEDOUT) | Some(libc::EHOSTUNREACH) | Some(libc::ENETUNREACH) | Some(libc::EHOSTDOWN)
             | Some(libc::ENETDOWN) => {
                 let text = Error::io("", e).message;
-                let why = match state.user_keepalive {
+                let why = match state.tcp.user_keepalive {
                     Some(_) => format!(
                         "the peer did not answer on the control connection for {} ms (hadronio.livenessMillis)",
                         state.settings.liveness_ms

@@ -32,16 +32,16 @@ pub(super) fn coarse_now() -> Duration {
 
 impl Conn {
     fn write_now(&self, state: &mut State, src: &mut Cursor<'_>, blocking: bool) -> Result<()> {
-        if let Some(error) = &state.fatal {
+        if let Some(error) = state.failure.fatal() {
             return Err(error.clone());
         }
-        if state.output_shutdown {
+        if state.closing.output_shutdown {
             return Err(Error::new(Status::OutputShutdown, "output shut down"));
         }
         if state.phase != Phase::Connected {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
-        if let Some(error) = &state.tx_error {
+        if let Some(error) = state.failure.output() {
             return Err(error.clone());
         }
         Self::check_peer_closed(state)?;
@@ -63,12 +63,12 @@ impl Conn {
             // only when it has something. While the hub handles the socket's events, its flags
             // tell; otherwise one poll asks the socket.
             let now = coarse_now();
-            if now.saturating_sub(state.tcp_checked) >= TCP_CHECK_INTERVAL {
-                state.tcp_checked = now;
+            if now.saturating_sub(state.tcp.tcp_checked) >= TCP_CHECK_INTERVAL {
+                state.tcp.tcp_checked = now;
                 let news = if self.hub.get().is_some_and(|hub| hub.socket_events_handled(TCP_CHECK_INTERVAL)) {
-                    state.io.readable || state.io.ended
+                    state.tcp.io.readable || state.tcp.io.ended
                 } else {
-                    state.socket.as_ref().is_some_and(Socket::has_news)
+                    state.tcp.socket.as_ref().is_some_and(Socket::has_news)
                 };
                 if news {
                     self.progress_stream(state);
@@ -80,7 +80,7 @@ impl Conn {
                 }
             }
         }
-        if let Some(error) = &state.fatal {
+        if let Some(error) = state.failure.fatal() {
             return Err(error.clone());
         }
         Self::check_peer_closed(state)?;
@@ -93,7 +93,7 @@ impl Conn {
             }
             return Ok(());
         }
-        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.socket.as_ref()) else {
+        let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) else {
             return Err(Error::closed());
         };
         let before = src.moved();
@@ -106,7 +106,7 @@ impl Conn {
         match result {
             Ok(()) => {
                 if src.remaining() > 0 && src.moved() == before && mode != WriteMode::Hold {
-                    state.io.writable = false;
+                    state.tcp.io.writable = false;
                 }
                 Ok(())
             }
@@ -118,7 +118,7 @@ impl Conn {
     /// half-close is a FIN frame). The socket says so even while unread bytes come first, so
     /// that writes over UCX to a peer that is gone fail as they would on its kernel's reset.
     fn peer_closed(state: &State) -> bool {
-        state.neg.as_deref().is_some_and(Negotiation::peer_framed) && (state.rx.eof || state.io.ended)
+        state.neg.as_deref().is_some_and(Negotiation::peer_framed) && (state.rx.eof || state.tcp.io.ended)
     }
 
     /// Fails a write to a framed peer that closed: with the reset or failure of its control
@@ -136,7 +136,7 @@ impl Conn {
     /// ahead of the reset, and stay readable (the kernel fails writes to a reset connection
     /// while its received bytes can still be read, too).
     fn check_control(state: &State) -> Result<()> {
-        let Some(socket) = &state.socket else { return Ok(()) };
+        let Some(socket) = &state.tcp.socket else { return Ok(()) };
         if !socket.hung_up() {
             return Ok(());
         }
@@ -148,7 +148,7 @@ impl Conn {
     }
 
     pub(super) fn failed(&self) -> bool {
-        self.lock().fatal.is_some()
+        self.lock().failure.is_fatal()
     }
 
     /// How long a pending transfer from or into the caller's memory may still take, if it may
@@ -175,7 +175,7 @@ impl Conn {
     pub(super) fn pending_tx(&self, state: &State) -> bool {
         state.neg.as_deref().is_some_and(Negotiation::has_output)
             || !state.tx.early.is_empty()
-            || state.fin_pending
+            || state.closing.fin_pending
             || state.link.as_ref().is_some_and(|l| !l.tx_idle())
     }
 
@@ -183,11 +183,11 @@ impl Conn {
     /// wait, or the upgrade's probes need answers); clears the watch mark when not.
     pub fn has_pending_tx(&self) -> bool {
         let mut state = self.lock();
-        if !state.released {
+        if !state.closing.released {
             // Bytes that wait for the socket go out as it drains.
             self.drive(&mut state);
         }
-        let pending = !state.released && (self.pending_tx(&state) || Self::upgrading(&state));
+        let pending = !state.closing.released && (self.pending_tx(&state) || Self::upgrading(&state));
         if !pending {
             self.watched.store(false, std::sync::atomic::Ordering::Release);
         }
@@ -219,7 +219,7 @@ impl Conn {
     }
 
     pub(super) fn writable_now(&self, state: &State) -> bool {
-        if state.fatal.is_some() || state.output_shutdown || state.tx_error.is_some() {
+        if state.failure.is_fatal() || state.closing.output_shutdown || state.failure.writes_failed() {
             return true;
         }
         if state.phase != Phase::Connected {
@@ -229,8 +229,8 @@ impl Conn {
         let peer_closed = Self::peer_closed(state);
         match neg.write_mode() {
             WriteMode::Hold => state.tx.early.len() < HOLD_LIMIT,
-            WriteMode::Raw => state.io.writable || peer_closed,
-            WriteMode::Frames => peer_closed || (!neg.has_output() && state.io.writable),
+            WriteMode::Raw => state.tcp.io.writable || peer_closed,
+            WriteMode::Frames => peer_closed || (!neg.has_output() && state.tcp.io.writable),
             WriteMode::Ucx => peer_closed || state.rx.eof || state.link.as_ref().is_some_and(|l| l.writable()),
         }
     }
@@ -241,102 +241,97 @@ impl Conn {
         let mut src = Cursor::new(regions);
         let mut polled = false;
         loop {
-            let mut key = None;
-            let mut credit_deadline = None;
-            let hub = {
-                let mut state = self.lock();
-                if let Some(link) = &mut state.link {
-                    if link.user_tx_pending() {
-                        if !link.user_tx_done() {
-                            // A large send from the caller's memory: wait for it even if the
-                            // channel is being closed (an abortive close makes the peer
-                            // discard it, which completes it).
-                            let waiter = link.user_tx_waiter();
-                            let hub = self.hub.get().cloned();
-                            let key = Some(state.id);
-                            drop(state);
-                            if let (Some(hub), Some(waiter)) = (hub, waiter) {
-                                let since = Instant::now();
-                                while !waiter.done() {
-                                    hub.wait(key, &mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
-                                    let wait = self.abandon_wait(&self.lock());
-                                    if !waiter.done() && wait.is_some_and(|w| since.elapsed() >= w) {
-                                        // A dead peer neither takes the message nor discards it.
-                                        let mut state = self.lock();
-                                        if let Some(link) = &mut state.link {
-                                            link.abandon_user_tx();
-                                        }
-                                        let error = Error::new(Status::Reset, "Connection reset by peer");
-                                        state.tx_error.get_or_insert_with(|| error.clone());
-                                        return Err(error);
-                                    }
-                                }
-                            }
-                            continue;
-                        }
-                        if let Err(e) = link.finish_user_tx() {
-                            self.set_fatal(&mut state, e.clone());
-                            return Err(e);
-                        }
+            let Some(mut state) = self.settle_user_tx(self.lock())? else { continue };
+            if self.is_closed() {
+                return Err(Error::closed());
+            }
+            // A plain connection writes to its socket first and binds only if it must wait
+            // (below): a hub for a blocking channel without UCX is an epoll set and an event fd
+            // of its own, two descriptors the kernel's channels do not hold.
+            if blocking && self.hub.get().is_none() && !Self::plain_for_good(&state) {
+                self.ensure_bound(&mut state)?;
+            }
+            Self::assume_ready_unbound(&self.hub, &mut state);
+            if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
+                return self.write_failed(state, e, src.moved());
+            }
+            if state.link.as_ref().is_some_and(|l| l.user_tx_pending()) {
+                continue;
+            }
+            if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
+                let upgrading = Self::upgrading(&state);
+                self.watch_pending_tx(state);
+                self.progress_upgrade(upgrading);
+                return Ok(src.moved());
+            }
+            if !blocking {
+                let Some(hub) = self.hub.get() else { return Ok(src.moved()) };
+                drop(state);
+                hub.poll_now();
+                polled = true;
+                continue;
+            }
+            let hub = self.ensure_bound(&mut state)?;
+            let key = Some(state.id);
+            // A writer that waits for credits stages after all at the deadline.
+            let credit_deadline = state.link.as_ref().and_then(|l| l.credit_deadline()).filter(|d| *d > Instant::now());
+            drop(state);
+            hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), credit_deadline);
+        }
+    }
+
+    /// A large send from the caller's memory may still be in flight: then waits for it, even if
+    /// the channel is being closed (an abortive close makes the peer discard it, which completes
+    /// it), and returns `None` for the caller to look again; otherwise completes it if it is
+    /// done and returns the state.
+    fn settle_user_tx<'a>(&'a self, mut state: MutexGuard<'a, State>) -> Result<Option<MutexGuard<'a, State>>> {
+        let Some(link) = state.link.as_mut().filter(|l| l.user_tx_pending()) else { return Ok(Some(state)) };
+        if link.user_tx_done() {
+            if let Err(e) = link.finish_user_tx() {
+                self.set_fatal(&mut state, e.clone());
+                return Err(e);
+            }
+            return Ok(Some(state));
+        }
+        let waiter = link.user_tx_waiter();
+        let hub = self.hub.get().cloned();
+        let key = Some(state.id);
+        drop(state);
+        if let (Some(hub), Some(waiter)) = (hub, waiter) {
+            let since = Instant::now();
+            while !waiter.done() {
+                hub.wait(key, &mut || waiter.done() || self.failed(), Some(Instant::now() + Duration::from_millis(100)));
+                let wait = self.abandon_wait(&self.lock());
+                if !waiter.done() && wait.is_some_and(|w| since.elapsed() >= w) {
+                    // A dead peer neither takes the message nor discards it.
+                    let mut state = self.lock();
+                    if let Some(link) = &mut state.link {
+                        link.abandon_user_tx();
                     }
-                }
-                if self.is_closed() {
-                    return Err(Error::closed());
-                }
-                // A plain connection writes to its socket first and binds only if it must wait
-                // (below): a hub for a blocking channel without UCX is an epoll set and an event
-                // fd of its own, two descriptors the kernel's channels do not hold.
-                if blocking && self.hub.get().is_none() && !Self::plain_for_good(&state) {
-                    self.ensure_bound(&mut state)?;
-                }
-                Self::assume_ready_unbound(&self.hub, &mut state);
-                if let Err(e) = self.write_now(&mut state, &mut src, blocking) {
-                    match e.status {
-                        Status::OutputShutdown | Status::NotConnected => {}
-                        // The peer is gone for writing; what it sent before can still be read.
-                        Status::Reset | Status::BrokenPipe => {
-                            state.tx_error.get_or_insert_with(|| e.clone());
-                        }
-                        _ => self.set_fatal(&mut state, e.clone()),
-                    }
-                    // What this call already wrote counts (the JDK's blocking write also returns
-                    // its count when another thread shuts the output down).
-                    if src.moved() > 0 {
-                        log::debug!("connection {}: a write ends after {} bytes: {e}", self.serial, src.moved());
-                        self.watch_pending_tx(state);
-                        return Ok(src.moved());
-                    }
-                    return Err(e);
-                }
-                if state.link.as_ref().is_some_and(|l| l.user_tx_pending()) {
-                    continue;
-                }
-                if src.remaining() == 0 || (!blocking && (src.moved() > 0 || polled)) {
-                    let upgrading = Self::upgrading(&state);
-                    self.watch_pending_tx(state);
-                    self.progress_upgrade(upgrading);
-                    return Ok(src.moved());
-                }
-                if blocking {
-                    let hub = self.ensure_bound(&mut state)?;
-                    key = Some(state.id);
-                    // A writer that waits for credits stages after all at the deadline.
-                    credit_deadline = state.link.as_ref().and_then(|l| l.credit_deadline()).filter(|d| *d > Instant::now());
-                    Some(hub)
-                } else {
-                    self.hub.get().cloned()
-                }
-            };
-            match hub {
-                None => return Ok(src.moved()),
-                Some(hub) if !blocking => {
-                    hub.poll_now();
-                    polled = true;
-                }
-                Some(hub) => {
-                    hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), credit_deadline);
+                    let error = Error::new(Status::Reset, "Connection reset by peer");
+                    state.failure.fail_output(|| error.clone());
+                    return Err(error);
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// A write failed with `e` after `moved` bytes of this call: a peer gone for writing leaves
+    /// what it sent readable, anything else but a shut-down output fails the connection. What
+    /// this call already wrote counts (the JDK's blocking write also returns its count when
+    /// another thread shuts the output down).
+    fn write_failed(&self, mut state: MutexGuard<'_, State>, e: Error, moved: usize) -> Result<usize> {
+        match e.status {
+            Status::OutputShutdown | Status::NotConnected => {}
+            Status::Reset | Status::BrokenPipe => state.failure.fail_output(|| e.clone()),
+            _ => self.set_fatal(&mut state, e.clone()),
+        }
+        if moved == 0 {
+            return Err(e);
+        }
+        log::debug!("connection {}: a write ends after {moved} bytes: {e}", self.serial);
+        self.watch_pending_tx(state);
+        Ok(moved)
     }
 }

@@ -113,7 +113,9 @@ fn waker(shared: &Arc<Shared>) -> *const dyn Wake {
 impl Shared {
     /// A credit or probe message for this link arrived (inside progress).
     pub fn on_notice(&self, notice: Notice) {
-        log::trace!("link {}: {notice:?}", self.id);
+        if log::log_enabled!(log::Level::Trace) {
+            log::trace!("link {}: {notice:?}", self.id);
+        }
         match notice {
             Notice::Credit(consumed) => {
                 self.peer_consumed.fetch_max(consumed, Ordering::AcqRel);

@@ -271,7 +271,9 @@ impl Link {
                 return Err(Error::new(Status::Reset, format!("sending credits: {e}")));
             }
         }
-        trace!("link {}: reported {} consumed", self.shared.id, self.rx.consumed());
+        if log::log_enabled!(log::Level::Trace) {
+            trace!("link {}: reported {} consumed", self.shared.id, self.rx.consumed());
+        }
         self.rx.on_reported();
         Ok(())
     }
