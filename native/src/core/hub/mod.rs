@@ -10,27 +10,35 @@
 //! [`spin`]) and then sleeps in `epoll_wait`; after progress it wakes the followers whose
 //! connections it delivered events to, and when it leaves it hands the leadership to one of them.
 //! Lock order: leader → connection state → worker → touched list.
+//!
+//! Files: this one holds the hub, its lanes, its channels and progress; `wait.rs` the leader's
+//! loop, `followers.rs` the followers, `adoption.rs` what the background thread does for a hub,
+//! `listed.rs` the lists whose emptiness the hot paths ask without a lock.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use super::identity::Locality;
 use followers::Followers;
-use super::lanes::{self, arm_worker, Armed, Kind, Lane, Lanes, LinkSink, Tuning, STUCK_ROUNDS};
+use listed::Listed;
+use super::lanes::{self, Kind, Lane, Lanes, LinkSink, Tuning};
 use super::link::{Link, Shared};
 use super::spin;
 use crate::config::Settings;
 use crate::net::poller::{self, Epoll, Event, EventFd};
-use crate::stats::{self, Counter};
+
 
 mod followers;
+mod listed;
+mod adoption;
+mod wait;
 
 const TOKEN_WAKE: u64 = 1 << 56;
 const TOKEN_UCX: u64 = 2 << 56;
@@ -116,63 +124,87 @@ pub struct Hub {
     pub serial: u64,
     /// Torn-down links whose sends are still in flight, with when they were buried. Dropped first
     /// (fields drop in order).
-    graveyard: Mutex<Vec<(Link, Instant)>>,
-    buried: AtomicBool,
+    graveyard: Listed<(Link, Instant)>,
     /// The UCX workers, opened when a connection first needs one (none without UCX).
     lanes: Option<Lanes>,
     epoll: Epoll,
     wake: EventFd,
+    waiting: Waiting,
+    table: Table,
+    /// Hubs nested in this one (a blocking channel's hub whose channel was registered with this
+    /// hub's selector), each with how often it was added.
+    nested: Listed<(Arc<Hub>, usize)>,
+    /// Closed connections whose data is still being delivered.
+    lingering: Listed<Arc<dyn Events>>,
+    /// The background thread has this hub among its adopted ones (or is about to).
+    adopted: AtomicBool,
+    owner: Owner,
+    times: Times,
+}
+
+/// Who progresses a hub.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Owner {
+    /// The threads of channels used in blocking mode.
+    Blocking,
+    /// A selector's thread.
+    Selector,
+    /// The background thread: it progresses nested hubs only while their owners are away.
+    Background,
+}
+
+/// The waiting protocol: one leader, the threads that follow it, and whether to spin.
+struct Waiting {
     leader: Mutex<()>,
     /// The connection the leader waits for (0: none in particular, as a selector's thread).
     leader_key: AtomicU32,
     sleeping: AtomicBool,
+    /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
+    governor: spin::Governor,
+    /// The threads that wait while another one leads.
+    followers: Followers,
+}
+
+/// The channels and links of a hub, by id.
+#[derive(Default)]
+struct Table {
     conns: Mutex<HashMap<u32, Weak<dyn Events>>>,
     links: Arc<Mutex<HashMap<u32, Arc<Shared>>>>,
     listeners: Mutex<HashMap<u32, Weak<dyn Events>>>,
-    /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
-    governor: spin::Governor,
-    nested: Mutex<Vec<(Arc<Hub>, usize)>>,
-    nested_count: AtomicUsize,
-    last_dispatch: Mutex<Instant>,
-    lingering: Mutex<Vec<Arc<dyn Events>>>,
-    has_lingering: AtomicBool,
     /// Channels with data to send whatever their threads do, by [`channel_key`].
     pending: Mutex<HashMap<usize, Arc<dyn Events>>>,
-    /// The background thread has this hub among its adopted ones (or is about to).
-    adopted: AtomicBool,
-    /// The threads that wait while another one leads.
-    followers: Followers,
-    /// Owned by a selector (as opposed to a hub of channels used in blocking mode).
-    selector: bool,
-    /// The background thread's own hub: it progresses nested hubs only while their owners are away.
-    background: bool,
-    /// When a thread other than the background thread last progressed this hub (since `created`).
-    progressed_ns: AtomicU64,
-    /// When the last `epoll_wait` that returned every ready event began (since `created`; 0:
-    /// never): socket events older than that have been handled.
-    socket_events_ns: AtomicU64,
+}
+
+/// When things last happened on a hub, as nanoseconds since `created` where threads race.
+struct Times {
     created: Instant,
+    /// When a thread other than the background thread last progressed this hub.
+    progressed_ns: AtomicU64,
+    /// When the last `epoll_wait` that returned every ready event began (0: never): socket
+    /// events older than that have been handled.
+    socket_events_ns: AtomicU64,
+    last_dispatch: Mutex<Instant>,
 }
 
 impl Hub {
     /// A hub for channels used in blocking mode (see [`super::blocking`]): with a UCX worker when
     /// UCX is enabled and available, TCP-only otherwise.
     pub fn new(settings: &Settings, ucx: bool) -> std::io::Result<Arc<Hub>> {
-        Hub::create(Some(settings).filter(|_| ucx), settings.spin_ns, false, false)
+        Hub::create(Some(settings).filter(|_| ucx), settings.spin_ns, Owner::Blocking)
     }
 
     /// The hub of a selector.
     pub fn new_for_selector(settings: &Settings) -> std::io::Result<Arc<Hub>> {
-        Hub::create(Some(settings), settings.spin_ns, true, false)
+        Hub::create(Some(settings), settings.spin_ns, Owner::Selector)
     }
 
     /// The hub of the background thread: no UCX worker, no spinning.
     pub(super) fn new_background() -> std::io::Result<Arc<Hub>> {
-        Hub::create(None, 0, false, true)
+        Hub::create(None, 0, Owner::Background)
     }
 
     /// A hub with UCX workers as `ucx` allows (none without), spinning at most `spin_ns`.
-    fn create(ucx: Option<&Settings>, spin_ns: u64, selector: bool, background: bool) -> std::io::Result<Arc<Hub>> {
+    fn create(ucx: Option<&Settings>, spin_ns: u64, owner: Owner) -> std::io::Result<Arc<Hub>> {
         let epoll = Epoll::new()?;
         let wake = EventFd::new()?;
         epoll.add(wake.as_raw_fd(), poller::READABLE, TOKEN_WAKE)?;
@@ -183,40 +215,39 @@ impl Hub {
         let lanes = ucx.map(|s| {
             let table = links.clone();
             let sink: Arc<LinkSink> = Arc::new(move |id, notice| {
-                log::trace!("notice for link {id}: {notice:?}");
+                if log::log_enabled!(log::Level::Trace) {
+                    log::trace!("notice for link {id}: {notice:?}");
+                }
                 if let Some(shared) = table.lock().get(&id) {
                     shared.on_notice(notice);
                 }
             });
-            Lanes::new(selector, Tuning::of(s), sink)
+            Lanes::new(owner == Owner::Selector, Tuning::of(s), sink)
         });
         let hub = Arc::new(Hub {
             serial: NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
-            graveyard: Mutex::default(),
-            buried: AtomicBool::new(false),
+            graveyard: Listed::default(),
             lanes,
             epoll,
             wake,
-            leader: Mutex::new(()),
-            leader_key: AtomicU32::new(0),
-            sleeping: AtomicBool::new(false),
-            conns: Mutex::default(),
-            links,
-            listeners: Mutex::default(),
-            governor: spin::Governor::new(spin_ns),
-            nested: Mutex::default(),
-            nested_count: AtomicUsize::new(0),
-            last_dispatch: Mutex::new(Instant::now()),
-            lingering: Mutex::default(),
-            has_lingering: AtomicBool::new(false),
-            pending: Mutex::default(),
+            waiting: Waiting {
+                leader: Mutex::new(()),
+                leader_key: AtomicU32::new(0),
+                sleeping: AtomicBool::new(false),
+                governor: spin::Governor::new(spin_ns),
+                followers: Followers::default(),
+            },
+            table: Table { links, ..Table::default() },
+            nested: Listed::default(),
+            lingering: Listed::default(),
             adopted: AtomicBool::new(false),
-            followers: Followers::default(),
-            selector,
-            background,
-            progressed_ns: AtomicU64::new(0),
-            socket_events_ns: AtomicU64::new(0),
-            created: Instant::now(),
+            owner,
+            times: Times {
+                created: Instant::now(),
+                progressed_ns: AtomicU64::new(0),
+                socket_events_ns: AtomicU64::new(0),
+                last_dispatch: Mutex::new(Instant::now()),
+            },
         });
         // A blocking channel's hub serves its peer on its main lane: it opens now, so that the
         // upgrade goes through in the channel's first round trips. With a kept worker that is at
@@ -224,7 +255,7 @@ impl Hub {
         // UCX context, tens), and the lane opens on the hadronio-lanes thread while the channel's
         // first bytes go over TCP instead of waiting for it. A selector's lanes open when
         // connections need them, on that thread too if no worker is ready.
-        if !selector && hub.lanes.is_some() {
+        if owner != Owner::Selector && hub.lanes.is_some() {
             let later = !hub.lane_is_open(Locality::Remote) && hub.open_lane_later(Locality::Remote, None);
             if !later {
                 if let Err(e) = hub.lane(Locality::Remote) {
@@ -237,7 +268,7 @@ impl Hub {
 
     /// How many connections are bound to this hub.
     pub fn connections(&self) -> usize {
-        self.conns.lock().len()
+        self.table.conns.lock().len()
     }
 
     /// Notes that channels of several peers share this blocking channel's hub: from now on each
@@ -249,7 +280,7 @@ impl Hub {
     }
 
     pub fn is_selector(&self) -> bool {
-        self.selector
+        self.owner == Owner::Selector
     }
 
     /// Whether connections of this hub can upgrade to UCX.
@@ -324,9 +355,8 @@ impl Hub {
     /// thread does that itself.
     #[must_use]
     pub fn bury(&self, link: Link) -> bool {
-        self.graveyard.lock().push((link, Instant::now()));
-        self.buried.store(true, Ordering::Release);
-        !self.selector
+        self.graveyard.push((link, Instant::now()));
+        self.owner != Owner::Selector
     }
 
     /// Watches a closing socket (its events only wake the hub).
@@ -345,7 +375,7 @@ impl Hub {
     fn next_id(&self) -> u32 {
         loop {
             let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-            if id != 0 && !self.conns.lock().contains_key(&id) {
+            if id != 0 && !self.table.conns.lock().contains_key(&id) {
                 return id;
             }
         }
@@ -355,34 +385,34 @@ impl Hub {
     /// (also its UCX tag id).
     pub fn register_conn(&self, conn: Weak<dyn Events>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
-        self.conns.lock().insert(id, conn);
+        self.table.conns.lock().insert(id, conn);
         let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::URGENT | poller::EDGE;
         if let Err(e) = self.epoll.add(fd, events, TOKEN_CONN | id as u64) {
-            self.conns.lock().remove(&id);
+            self.table.conns.lock().remove(&id);
             return Err(e);
         }
         Ok(id)
     }
 
     pub fn register_link(&self, shared: &Arc<Shared>) {
-        self.links.lock().insert(shared.id, shared.clone());
+        self.table.links.lock().insert(shared.id, shared.clone());
     }
 
     /// Links (connections over UCX) on this hub now.
     pub fn link_count(&self) -> usize {
-        self.links.lock().len()
+        self.table.links.lock().len()
     }
 
     pub fn unregister_link(&self, id: u32) {
-        self.links.lock().remove(&id);
+        self.table.links.lock().remove(&id);
     }
 
     pub fn unregister_conn(&self, id: u32, fd: Option<RawFd>) {
         if let Some(fd) = fd {
             let _ = self.epoll.delete(fd);
         }
-        self.conns.lock().remove(&id);
-        self.links.lock().remove(&id);
+        self.table.conns.lock().remove(&id);
+        self.table.links.lock().remove(&id);
         if let Some(lanes) = &self.lanes {
             lanes.connection_gone();
         }
@@ -390,9 +420,9 @@ impl Hub {
 
     pub fn register_listener(&self, listener: Weak<dyn Events>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
-        self.listeners.lock().insert(id, listener);
+        self.table.listeners.lock().insert(id, listener);
         if let Err(e) = self.epoll.add(fd, poller::READABLE | poller::EDGE, TOKEN_LISTENER | id as u64) {
-            self.listeners.lock().remove(&id);
+            self.table.listeners.lock().remove(&id);
             return Err(e);
         }
         Ok(id)
@@ -400,38 +430,38 @@ impl Hub {
 
     pub fn unregister_listener(&self, id: u32, fd: RawFd) {
         let _ = self.epoll.delete(fd);
-        self.listeners.lock().remove(&id);
+        self.table.listeners.lock().remove(&id);
     }
 
     /// Makes this hub also progress and wait for `other` (a channel of another hub registered
     /// with this hub's selector). Counted: `remove_nested` as often as `add_nested`.
     pub fn add_nested(&self, other: &Arc<Hub>) -> std::io::Result<()> {
-        let mut nested = self.nested.lock();
-        if let Some(entry) = nested.iter_mut().find(|(h, _)| Arc::ptr_eq(h, other)) {
-            entry.1 += 1;
-            return Ok(());
-        }
-        self.epoll.add(other.epoll.as_raw_fd(), poller::READABLE | poller::EDGE, TOKEN_NESTED | other.serial)?;
-        nested.push((other.clone(), 1));
-        self.nested_count.store(nested.len(), Ordering::Release);
-        Ok(())
+        self.nested.with(|nested| {
+            if let Some(entry) = nested.iter_mut().find(|(h, _)| Arc::ptr_eq(h, other)) {
+                entry.1 += 1;
+                return Ok(());
+            }
+            self.epoll.add(other.epoll.as_raw_fd(), poller::READABLE | poller::EDGE, TOKEN_NESTED | other.serial)?;
+            nested.push((other.clone(), 1));
+            Ok(())
+        })
     }
 
     pub fn remove_nested(&self, other: &Arc<Hub>) {
-        let mut nested = self.nested.lock();
-        if let Some(index) = nested.iter().position(|(h, _)| Arc::ptr_eq(h, other)) {
-            nested[index].1 -= 1;
-            if nested[index].1 == 0 {
-                let _ = self.epoll.delete(other.epoll.as_raw_fd());
-                nested.remove(index);
+        self.nested.with(|nested| {
+            if let Some(index) = nested.iter().position(|(h, _)| Arc::ptr_eq(h, other)) {
+                nested[index].1 -= 1;
+                if nested[index].1 == 0 {
+                    let _ = self.epoll.delete(other.epoll.as_raw_fd());
+                    nested.remove(index);
+                }
             }
-            self.nested_count.store(nested.len(), Ordering::Release);
-        }
+        });
     }
 
     /// Wakes the thread sleeping in this hub's epoll, if any.
     pub fn wake(&self) {
-        if self.sleeping.load(Ordering::SeqCst) {
+        if self.waiting.sleeping.load(Ordering::SeqCst) {
             self.wake.notify();
         }
     }
@@ -444,7 +474,7 @@ impl Hub {
     /// Makes the threads waiting for connection `id` check their conditions again: its
     /// followers, and the leader (asleep in epoll or about to be).
     pub fn wake_conn(&self, id: u32) {
-        self.followers.wake_key(id);
+        self.waiting.followers.wake_key(id);
         self.wake.notify();
     }
 
@@ -455,8 +485,8 @@ impl Hub {
     /// when one of their channels closes. A leader about to sleep sets `sleeping` and then looks at
     /// its condition once more, so a change made before this call is seen either way.
     pub fn wake_waiters_of(&self, id: u32) {
-        self.followers.wake_key(id);
-        if self.leader_key.load(Ordering::SeqCst) == id {
+        self.waiting.followers.wake_key(id);
+        if self.waiting.leader_key.load(Ordering::SeqCst) == id {
             self.wake();
         }
     }
@@ -496,10 +526,10 @@ impl Hub {
         if !touched.is_empty() {
             did = true;
             for id in touched.drain(..) {
-                let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
+                let conn = self.table.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_ucx_event();
-                    self.followers.delivered(id);
+                    self.waiting.followers.delivered(id);
                 }
             }
         }
@@ -509,29 +539,12 @@ impl Hub {
 
     /// The rare parts of progress: lingering closes, links waiting for their sends, idle lanes.
     fn progress_rest(&self, did: bool) -> bool {
-        if self.has_lingering.load(Ordering::Acquire) {
+        if !self.lingering.is_empty() {
             self.progress_lingering();
         }
-        if self.buried.load(Ordering::Acquire) {
-            let mut graveyard = self.graveyard.lock();
-            let before = graveyard.len();
-            graveyard.retain_mut(|(link, since)| {
-                if link.finish_teardown() {
-                    return false;
-                }
-                if since.elapsed() < GRAVE_LIMIT {
-                    return true;
-                }
-                // The peer is not coming back: what UCX still references stays with the worker
-                // (see `Link::drop`), which is not kept for reuse.
-                link.lane().mark_lost();
-                false
-            });
-            self.buried.store(!graveyard.is_empty(), Ordering::Release);
-            if graveyard.len() < before {
-                if let Some(lanes) = &self.lanes {
-                    lanes.connection_gone();
-                }
+        if !self.graveyard.is_empty() && self.graveyard.with(Self::visit_graves) {
+            if let Some(lanes) = &self.lanes {
+                lanes.connection_gone();
             }
         }
         if let Some(lanes) = &self.lanes {
@@ -542,18 +555,36 @@ impl Hub {
         did
     }
 
+    /// Drops the links whose sends have ended, or whose peer is not coming back; true if any went.
+    fn visit_graves(graveyard: &mut Vec<(Link, Instant)>) -> bool {
+        let before = graveyard.len();
+        graveyard.retain_mut(|(link, since)| {
+            if link.finish_teardown() {
+                return false;
+            }
+            if since.elapsed() < GRAVE_LIMIT {
+                return true;
+            }
+            // The peer is not coming back: what UCX still references stays with the worker (see
+            // `Link::drop`), which is not kept for reuse.
+            link.lane().mark_lost();
+            false
+        });
+        graveyard.len() < before
+    }
+
     fn progress_nested(&self) {
-        if self.nested_count.load(Ordering::Acquire) == 0 {
+        if self.nested.is_empty() {
             return;
         }
-        let nested: Vec<Arc<Hub>> = self.nested.lock().iter().map(|(h, _)| h.clone()).collect();
+        let nested: Vec<Arc<Hub>> = self.nested.with(|nested| nested.iter().map(|(h, _)| h.clone()).collect());
         for hub in nested {
             self.poll_nested(&hub);
         }
     }
 
     fn poll_nested(&self, hub: &Hub) {
-        if self.background {
+        if self.owner == Owner::Background {
             hub.poll_for_background();
         } else {
             hub.poll_now();
@@ -577,7 +608,7 @@ impl Hub {
 
     /// Progress without waiting, unless another thread leads (it makes the progress instead).
     fn poll(&self, application: bool) {
-        let Some(guard) = self.leader.try_lock() else { return };
+        let Some(guard) = self.waiting.leader.try_lock() else { return };
         let now = Instant::now();
         if application {
             self.note_progressed(now);
@@ -586,7 +617,7 @@ impl Hub {
         // Socket events matter rarely once connections run over UCX: look at most every few
         // microseconds, so that a busy select loop does not pay a syscall each time.
         let events = {
-            let mut last = self.last_dispatch.lock();
+            let mut last = self.times.last_dispatch.lock();
             if now.duration_since(*last) >= DISPATCH_INTERVAL {
                 *last = now;
                 true
@@ -598,15 +629,15 @@ impl Hub {
         self.progress_nested();
         drop(guard);
         if progressed || events > 0 {
-            self.followers.signal();
+            self.waiting.followers.signal();
         }
         // Followers that found the leadership taken meanwhile must learn that it is free again.
-        self.followers.hand_over();
+        self.waiting.followers.hand_over();
     }
 
     fn dispatch_ready(&self, timeout: Option<Duration>, slept: bool) -> usize {
         let mut events = [Event::default(); 64];
-        let began = self.created.elapsed().as_nanos().max(1) as u64;
+        let began = self.times.created.elapsed().as_nanos().max(1) as u64;
         let n = match self.epoll.wait(&mut events, timeout) {
             Ok(n) => n,
             Err(e) => {
@@ -618,13 +649,13 @@ impl Hub {
         if slept {
             // Awake again: what the events make ready must not write the wake event fd for this
             // very thread (it looks at its condition again before it sleeps next).
-            self.sleeping.store(false, Ordering::SeqCst);
+            self.waiting.sleeping.store(false, Ordering::SeqCst);
         }
         for event in &events[..n] {
             self.dispatch(*event);
         }
         if n < events.len() {
-            self.socket_events_ns.fetch_max(began, Ordering::AcqRel);
+            self.times.socket_events_ns.fetch_max(began, Ordering::AcqRel);
         }
         n
     }
@@ -632,8 +663,8 @@ impl Hub {
     /// Whether every socket event of this hub older than `within` has been handled (its
     /// connections' readiness flags are that fresh), so that a look at a socket can be spared.
     pub fn socket_events_handled(&self, within: Duration) -> bool {
-        let seen = self.socket_events_ns.load(Ordering::Acquire);
-        seen != 0 && self.created.elapsed().saturating_sub(Duration::from_nanos(seen)) < within
+        let seen = self.times.socket_events_ns.load(Ordering::Acquire);
+        seen != 0 && self.times.created.elapsed().saturating_sub(Duration::from_nanos(seen)) < within
     }
 
     fn dispatch(&self, event: Event) {
@@ -642,24 +673,24 @@ impl Hub {
             TOKEN_WAKE => self.wake.drain(),
             TOKEN_UCX => {}
             TOKEN_CONN => {
-                let conn = self.conns.lock().get(&id).and_then(Weak::upgrade);
+                let conn = self.table.conns.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(conn) = conn {
                     conn.on_io_event(event.events);
-                    self.followers.delivered(id);
+                    self.waiting.followers.delivered(id);
                 }
             }
             TOKEN_LISTENER => {
-                self.followers.other();
-                let listener = self.listeners.lock().get(&id).and_then(Weak::upgrade);
+                self.waiting.followers.other();
+                let listener = self.table.listeners.lock().get(&id).and_then(Weak::upgrade);
                 if let Some(listener) = listener {
                     listener.on_io_event(event.events);
                 }
             }
             TOKEN_CLOSING => {}
             TOKEN_NESTED => {
-                self.followers.other();
+                self.waiting.followers.other();
                 let serial = event.token & !TOKEN_KIND;
-                let hub = self.nested.lock().iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone());
+                let hub = self.nested.with(|nested| nested.iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone()));
                 if let Some(hub) = hub {
                     self.poll_nested(&hub);
                 }
@@ -667,269 +698,10 @@ impl Hub {
             _ => debug!("unknown epoll token {:#x}", event.token),
         }
     }
-
-    /// Arms the UCX workers this hub sleeps on: its own lanes (its leader calls this) and those
-    /// of nested hubs that nobody else leads. A nested hub with a leader of its own is left alone:
-    /// arming drains a worker's event fd, which would keep that leader asleep while its worker
-    /// has events; it progresses the hub itself and wakes this one through the keys it notifies.
-    fn arm(&self) -> Armed {
-        let mut armed = Armed::Yes;
-        let mut arm = |lane: &Lane| {
-            armed = armed.and(arm_worker(&lane.worker));
-            armed != Armed::Busy
-        };
-        self.each_lane(&mut arm);
-        if self.nested_count.load(Ordering::Acquire) > 0 {
-            for (hub, _) in self.nested.lock().iter() {
-                if let Some(leader) = hub.leader.try_lock() {
-                    hub.each_lane(&mut arm);
-                    drop(leader);
-                    // A thread that found the leadership taken meanwhile must learn that it is
-                    // free again (as after `poll`).
-                    if hub.followers.any() {
-                        hub.followers.signal_all();
-                    }
-                }
-            }
-        }
-        armed
-    }
-
-    /// Waits until `ready()` holds or `deadline` passes; returns the final `ready()`. `key` is
-    /// the id of the connection whose state `ready()` looks at (None: it looks at more).
-    ///
-    /// The first waiting thread becomes the leader and makes progress for everyone; the others
-    /// follow: they sleep until the leader's progress delivers an event to their connection (see
-    /// [`Followers`]), and take over when the leader leaves. Every event that can make a
-    /// follower's condition true also wakes the leader's epoll (UCX event fd, sockets, wake-up
-    /// eventfd).
-    pub fn wait(&self, key: Option<u32>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
-        self.followers.enter();
-        let result = loop {
-            let seen = self.followers.generation();
-            if ready() {
-                break true;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break ready();
-            }
-            if let Some(guard) = self.leader.try_lock() {
-                self.followers.had_baton();
-                self.followers.leave();
-                // Only leaders write it, and this one now follows the last: its value is current.
-                // Unchanged (a leader for the same connection again), it costs no locked instruction.
-                let key = key.unwrap_or(0);
-                if self.leader_key.load(Ordering::Relaxed) != key {
-                    self.leader_key.store(key, Ordering::SeqCst);
-                }
-                let result = self.lead(guard, ready, deadline);
-                self.note_progressed(Instant::now());
-                self.followers.hand_over();
-                return result;
-            }
-            self.followers.follow(key.unwrap_or(0), seen, deadline);
-        };
-        self.followers.leave();
-        if self.followers.had_baton() {
-            self.followers.hand_over();
-        }
-        result
-    }
-
-    fn lead(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
-        let _guard = guard;
-        let mut spun = false;
-        let mut stuck_rounds = 0;
-        let mut stuck_sleep = STUCK_SLEEP_MIN;
-        loop {
-            if self.progress() {
-                self.followers.signal();
-                stuck_rounds = 0;
-                stuck_sleep = STUCK_SLEEP_MIN;
-            }
-            self.progress_nested();
-            if ready() {
-                return true;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return ready();
-            }
-            // Spin once per wait: cheap when events come soon, and only where it has been paying
-            // off and a core is free for it.
-            let spin = if spun { None } else { self.governor.window() };
-            let permit = spin.and_then(|window| spin::permit().map(|permit| (window, permit)));
-            if let Some((spin, _permit)) = permit {
-                spun = true;
-                let start = Instant::now();
-                let mut checked = start;
-                let mut rounds = 0u32;
-                let nested = self.nested_count.load(Ordering::Acquire) > 0;
-                loop {
-                    if rounds % 16 == 15 {
-                        let now = Instant::now();
-                        if now.duration_since(start) >= spin {
-                            self.governor.missed();
-                            break;
-                        }
-                        if now.duration_since(checked) >= spin::RECHECK {
-                            checked = now;
-                            if !spin::core_free() {
-                                // Another thread wants the core: spinning competes with the
-                                // threads that do the work here, which is a miss as well.
-                                self.governor.missed();
-                                break;
-                            }
-                        }
-                    }
-                    if nested {
-                        self.progress_nested();
-                        if ready() {
-                            self.governor.caught();
-                            return true;
-                        }
-                    }
-                    if self.progress() {
-                        self.followers.signal();
-                        if ready() {
-                            self.governor.caught();
-                            return true;
-                        }
-                    }
-                    rounds += 1;
-                    if rounds % 64 == 0 {
-                        if self.dispatch_ready(Some(Duration::ZERO), false) > 0 {
-                            self.followers.signal();
-                        }
-                        self.progress_nested();
-                        if ready() {
-                            self.governor.caught();
-                            return true;
-                        }
-                        // A thread that became runnable on this core (one this wait's caller
-                        // just handed work to, say) gets it now rather than at the next check.
-                        // SAFETY: sched_yield has no memory effects.
-                        unsafe { libc::sched_yield() };
-                    }
-                    std::hint::spin_loop();
-                }
-            }
-            // Sleep.
-            let stuck = match self.arm() {
-                Armed::Busy => continue,
-                Armed::Stuck => {
-                    stuck_rounds += 1;
-                    if stuck_rounds < STUCK_ROUNDS {
-                        continue;
-                    }
-                    true
-                }
-                Armed::Yes => false,
-            };
-            self.sleeping.store(true, Ordering::SeqCst);
-            if ready() {
-                self.sleeping.store(false, Ordering::SeqCst);
-                return true;
-            }
-            let mut timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            if stuck {
-                // A stuck worker does not signal its event fd: look at it again after a while.
-                timeout = Some(timeout.map_or(stuck_sleep, |t| t.min(stuck_sleep)));
-                stuck_sleep = (stuck_sleep * 2).min(STUCK_SLEEP_MAX);
-            }
-            if self.buried.load(Ordering::Acquire) || self.has_lingering.load(Ordering::Acquire) {
-                // Nothing signals when UCX lets go of a buried link, nor when a buried link's or
-                // a lingering close's time is up: the thread that leads (a selector's keeps its
-                // hub to itself) looks again now and then.
-                timeout = Some(timeout.map_or(GRAVE_CHECK, |t| t.min(GRAVE_CHECK)));
-            }
-            stats::count(Counter::Sleeps);
-            self.dispatch_ready(timeout, true);
-            self.followers.signal();
-        }
-    }
-
-    // --- background work ------------------------------------------------------------------
-
-    /// Keeps a closed connection alive until its remaining data is delivered (the background
-    /// thread adopts the hub for it).
-    pub fn linger(&self, conn: Arc<dyn Events>) {
-        self.lingering.lock().push(conn);
-        self.has_lingering.store(true, Ordering::Release);
-        self.wake();
-    }
-
-    /// Makes sure staged data of `conn` goes out even if no thread uses the hub: the background
-    /// thread (which adopts the hub for it) progresses the hub until the connection has nothing
-    /// pending.
-    ///
-    /// A selector's hub is progressed by its own thread whenever it selects; the background
-    /// thread steps in only while that thread stays away from `select` (busy in application code
-    /// or blocked elsewhere), as the kernel sends written bytes whatever the application does.
-    pub fn watch_pending(&self, conn: Arc<dyn Events>) {
-        self.pending.lock().entry(channel_key(&conn)).or_insert(conn);
-    }
-
-    /// Records that an application thread progressed this hub (it selects on it, directly or
-    /// nested, or waits in a blocking call).
-    fn note_progressed(&self, now: Instant) {
-        self.progressed_ns.store(now.saturating_duration_since(self.created).as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// Marks the hub as adopted by the background thread; false if it already was, so that
-    /// adopting again costs no wake-up. Whatever made the hub need the background (a pending,
-    /// lingering or buried connection) must be recorded before this is asked.
-    pub(super) fn mark_adopted(&self) -> bool {
-        !self.adopted.swap(true, Ordering::SeqCst)
-    }
-
-    /// Lets the background thread go of the hub unless it needs it again: clears the mark, then
-    /// looks once more, since a connection may have been recorded in between by a thread that
-    /// still saw the mark (and so did not adopt the hub again). True if the hub was let go.
-    pub(super) fn release_adoption(&self) -> bool {
-        self.adopted.store(false, Ordering::SeqCst);
-        if self.needs_background() {
-            self.adopted.store(true, Ordering::SeqCst);
-            return false;
-        }
-        true
-    }
-
-    /// Whether no application thread has progressed this hub for [`OWNER_AWAY`]. (A thread
-    /// waiting in it holds the leadership, which keeps the background thread out anyway.)
-    pub(super) fn owner_away(&self) -> bool {
-        let last = Duration::from_nanos(self.progressed_ns.load(Ordering::Relaxed));
-        self.created.elapsed().saturating_sub(last) >= OWNER_AWAY
-    }
-
-    fn progress_lingering(&self) {
-        let list: Vec<Arc<dyn Events>> = std::mem::take(&mut *self.lingering.lock());
-        let mut still = Vec::new();
-        for conn in list {
-            if !conn.linger_step() {
-                still.push(conn);
-            }
-        }
-        let mut lingering = self.lingering.lock();
-        lingering.extend(still);
-        self.has_lingering.store(!lingering.is_empty(), Ordering::Release);
-    }
-
-    /// Whether the background thread still has to progress this hub. Channels whose data all
-    /// went leave the watch list; the list is not replaced wholesale, because a channel may join
-    /// it (or ask again) while the others are looked at, without its own thread coming back.
-    pub(super) fn needs_background(&self) -> bool {
-        let watched: Vec<(usize, Arc<dyn Events>)> = self.pending.lock().iter().map(|(&k, c)| (k, c.clone())).collect();
-        let done: HashSet<usize> = watched.into_iter().filter(|(_, c)| !c.has_pending_tx()).map(|(k, _)| k).collect();
-        let mut pending = self.pending.lock();
-        pending.retain(|k, c| c.wants_watching() || !done.contains(k));
-        let busy = !pending.is_empty();
-        drop(pending);
-        busy || !self.lingering.lock().is_empty() || !self.graveyard.lock().is_empty()
-    }
 }
 
 impl Drop for Hub {
     fn drop(&mut self) {
-        debug!("hub {} dropped ({})", self.serial, if self.selector { "selector" } else { "private" });
+        debug!("hub {} dropped ({})", self.serial, if self.is_selector() { "selector" } else { "private" });
     }
 }
