@@ -635,6 +635,7 @@ impl Wire for Socket {
     }
 }
 
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
 #[cfg(test)]
