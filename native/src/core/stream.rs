@@ -223,50 +223,8 @@ pub fn read<W: Wire>(
         }
         let step = match neg.next() {
             Next::Raw(watch) => raw(neg, wire, rx, &mut dst, watch, now),
-            Next::Control(n) => {
-                let mut buf = [0u8; 512];
-                let k = n.min(buf.len());
-                match wire.recv(&mut buf[..k]) {
-                    Ok(0) => Ok(Step::Eof),
-                    Ok(m) => {
-                        neg.on_control(&buf[..m], now)?;
-                        Ok(Step::Progress(0))
-                    }
-                    Err(e) => Err(Failure::Io(e)),
-                }
-            }
-            Next::Data(n) => {
-                if neg.deliverable() && rx.inbox.is_empty() && has_room(&dst) {
-                    let dst = dst.as_deref_mut().ok_or_else(|| io::Error::other("no destination"));
-                    let want = dst.as_ref().map_or(0, |d| d.chunk(n).map_or(0, |(_, len)| len));
-                    match dst.and_then(|d| recv_into(wire, d, n)) {
-                        Ok(0) => Ok(Step::Eof),
-                        // A whole frame: go on with the next one, so that what arrived together is
-                        // read together (as the kernel would read a stream).
-                        Ok(m) if m == n => {
-                            neg.on_data(m);
-                            Ok(Step::Progress(m))
-                        }
-                        Ok(m) => {
-                            neg.on_data(m);
-                            Ok(Step::Delivered(m, m < want))
-                        }
-                        Err(e) => Err(Failure::Io(e)),
-                    }
-                } else if !neg.deliverable() && rx.inbox.room() > 0 {
-                    // DATA of a peer that has not authenticated yet: held.
-                    match rx.inbox.fill(wire, n) {
-                        Ok(0) => Ok(Step::Eof),
-                        Ok(m) => {
-                            neg.on_data(m);
-                            Ok(Step::Progress(0))
-                        }
-                        Err(e) => Err(Failure::Io(e)),
-                    }
-                } else {
-                    Ok(Step::Stop)
-                }
-            }
+            Next::Control(n) => control(neg, wire, n, now),
+            Next::Data(n) => data(neg, wire, rx, &mut dst, n),
         };
         match step {
             Ok(Step::Progress(n)) => read.delivered += n,
@@ -285,6 +243,55 @@ pub fn read<W: Wire>(
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Reads up to `n` control bytes for the negotiation.
+fn control<W: Wire>(neg: &mut Negotiation, wire: &W, n: usize, now: Instant) -> Result<Step, Failure> {
+    let mut buf = [0u8; 512];
+    let k = n.min(buf.len());
+    match wire.recv(&mut buf[..k]) {
+        Ok(0) => Ok(Step::Eof),
+        Ok(m) => {
+            neg.on_control(&buf[..m], now)?;
+            Ok(Step::Progress(0))
+        }
+        Err(e) => Err(Failure::Io(e)),
+    }
+}
+
+/// Reads up to `n` bytes of a DATA frame: into the application's memory, or held in the inbox
+/// while the peer has not authenticated.
+fn data<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState, dst: &mut Option<&mut Cursor<'_>>, n: usize) -> Result<Step, Failure> {
+    if neg.deliverable() && rx.inbox.is_empty() && has_room(dst) {
+        let dst = dst.as_deref_mut().ok_or_else(|| io::Error::other("no destination"));
+        let want = dst.as_ref().map_or(0, |d| d.chunk(n).map_or(0, |(_, len)| len));
+        match dst.and_then(|d| recv_into(wire, d, n)) {
+            Ok(0) => Ok(Step::Eof),
+            // A whole frame: go on with the next one, so that what arrived together is read
+            // together (as the kernel would read a stream).
+            Ok(m) if m == n => {
+                neg.on_data(m);
+                Ok(Step::Progress(m))
+            }
+            Ok(m) => {
+                neg.on_data(m);
+                Ok(Step::Delivered(m, m < want))
+            }
+            Err(e) => Err(Failure::Io(e)),
+        }
+    } else if !neg.deliverable() && rx.inbox.room() > 0 {
+        // DATA of a peer that has not authenticated yet: held.
+        match rx.inbox.fill(wire, n) {
+            Ok(0) => Ok(Step::Eof),
+            Ok(m) => {
+                neg.on_data(m);
+                Ok(Step::Progress(0))
+            }
+            Err(e) => Err(Failure::Io(e)),
+        }
+    } else {
+        Ok(Step::Stop)
     }
 }
 
@@ -311,18 +318,7 @@ fn raw<W: Wire>(
     // started right at the ACCEPT would skip it.
     let strict = watch.strict() || (watch == Watch::Accept && neg.looking(now));
     if !strict {
-        if !neg.deliverable() || !rx.inbox.is_empty() {
-            return Ok(Step::Stop);
-        }
-        let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) else { return Ok(Step::Stop) };
-        let want = dst.chunk(usize::MAX).map_or(0, |(_, len)| len);
-        return match recv_into(wire, dst, usize::MAX)? {
-            0 => Ok(Step::Eof),
-            n => {
-                neg.on_raw(n);
-                Ok(Step::Delivered(n, n < want))
-            }
-        };
+        return ordinary(neg, wire, rx, dst);
     }
     // A server's first look, before it read any byte, costs one system call where the client
     // sent no offer (the common case of a plain client): ordinary bytes and no urgent byte mean
@@ -352,27 +348,7 @@ fn raw<W: Wire>(
     // there), so the look at the mark is needed only when there are none.
     let limit = if something == Some(true) { wire.before_mark()? } else { 0 };
     if limit == 0 && wire.at_mark()? {
-        let urgent = match wire.recv_urgent() {
-            // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it
-            // is that (the protocol allows no other), and the frames after it must not pass as raw
-            // bytes; elsewhere the stream stays raw whatever the byte was.
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => (watch == Watch::Mark).then(|| neg.peer_mark()),
-            other => other?,
-        };
-        match urgent {
-            Some(byte) => {
-                neg.on_mark(byte, true, now)?;
-                rx.pass_due = rx.pass_due || neg.must_pass_mark();
-            }
-            None => {
-                // A mark whose byte was read before: the ACCEPT we were reading towards, or one
-                // that did not count (a client's own offer coming back). Read past it.
-                if watch == Watch::Reach {
-                    neg.on_mark_reached(now);
-                }
-                rx.pass_due = true;
-            }
-        }
+        take_mark(neg, wire, rx, watch, now)?;
         return Ok(Step::Progress(0));
     }
     let Some(something) = something else { return Err(Failure::Io(io::ErrorKind::WouldBlock.into())) };
@@ -402,6 +378,50 @@ fn raw<W: Wire>(
     }
     neg.on_raw(n);
     Ok(if to_app { Step::Delivered(n, false) } else { Step::Progress(0) })
+}
+
+/// A raw read where no mark matters: straight into the application's memory, when its bytes may
+/// be delivered and none wait before them.
+fn ordinary<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, dst: &mut Option<&mut Cursor<'_>>) -> Result<Step, Failure> {
+    if !neg.deliverable() || !rx.inbox.is_empty() {
+        return Ok(Step::Stop);
+    }
+    let Some(dst) = dst.as_deref_mut().filter(|d| d.remaining() > 0) else { return Ok(Step::Stop) };
+    let want = dst.chunk(usize::MAX).map_or(0, |(_, len)| len);
+    match recv_into(wire, dst, usize::MAX)? {
+        0 => Ok(Step::Eof),
+        n => {
+            neg.on_raw(n);
+            Ok(Step::Delivered(n, n < want))
+        }
+    }
+}
+
+/// The read position is at an urgent mark: its byte goes to the negotiation, and the mark is to
+/// be read past where the protocol says so.
+fn take_mark<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState, watch: Watch, now: Instant) -> Result<(), Failure> {
+    let urgent = match wire.recv_urgent() {
+        // Reset: the byte at the mark cannot be read any more. Where the peer's mark is due it is
+        // that (the protocol allows no other), and the frames after it must not pass as raw
+        // bytes; elsewhere the stream stays raw whatever the byte was.
+        Err(e) if e.kind() == io::ErrorKind::NotConnected => (watch == Watch::Mark).then(|| neg.peer_mark()),
+        other => other?,
+    };
+    match urgent {
+        Some(byte) => {
+            neg.on_mark(byte, true, now)?;
+            rx.pass_due = rx.pass_due || neg.must_pass_mark();
+        }
+        None => {
+            // A mark whose byte was read before: the ACCEPT we were reading towards, or one that
+            // did not count (a client's own offer coming back). Read past it.
+            if watch == Watch::Reach {
+                neg.on_mark_reached(now);
+            }
+            rx.pass_due = true;
+        }
+    }
+    Ok(())
 }
 
 /// Whether raw bytes are read ahead into the inbox to make the protocol progress: to reach the

@@ -7,7 +7,8 @@
 //! call (a blocked read, say) defers the free to the end of that call, whatever the Java side does.
 //! What the count cannot catch is a call that *starts* after `destroy` freed the box; the Java
 //! side clears its handle before destroying it and lets no call start after that (its
-//! `NativeHandle` counts its own borrowers too). A zero handle, a destroyed one whose memory was
+//! `NativeHandle` counts its own borrowers too). Reads and writes, which Java makes only inside
+//! such a borrow, take the value through [`lent`] without counting again. A zero handle, a destroyed one whose memory was
 //! not reused yet, or a handle of the wrong type is reported as [`Status::BadHandle`], never
 //! dereferenced as `T`.
 
@@ -138,6 +139,32 @@ pub fn get<T: Tagged>(handle: i64) -> Result<Borrow<T>, Error> {
         return Err(Error::new(Status::BadHandle, format!("{} is closed (destroyed handle)", T::NAME)));
     }
     Ok(Borrow { ptr })
+}
+
+/// The value behind a handle for a call that Java made inside its own borrow of the handle
+/// (`NativeHandle.enter` .. `leave`), which keeps `destroy` from running until the call is over:
+/// the hot calls (reads and writes) count their borrow once, on the Java side, not twice.
+pub struct Lent<T> {
+    ptr: *mut Handle<T>,
+}
+
+impl<T> Deref for Lent<T> {
+    type Target = Arc<T>;
+    fn deref(&self) -> &Arc<T> {
+        // SAFETY: the Java caller's borrow keeps the handle allocated for the call (see `lent`).
+        unsafe { &(*self.ptr).value }
+    }
+}
+
+/// The value behind a handle, for a call made inside a Java-side borrow of it (see [`Lent`]);
+/// the checks of [`get`] except the count.
+pub fn lent<T: Tagged>(handle: i64) -> Result<Lent<T>, Error> {
+    let ptr = checked::<T>(handle)?;
+    // SAFETY: `checked` found a live handle of this type.
+    if unsafe { (*ptr).state.load(Ordering::Acquire) } & DESTROYED != 0 {
+        return Err(Error::new(Status::BadHandle, format!("{} is closed (destroyed handle)", T::NAME)));
+    }
+    Ok(Lent { ptr })
 }
 
 /// Takes the reference back from Java: the handle is freed now, or by the last call still

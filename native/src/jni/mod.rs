@@ -389,7 +389,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connRead(
     timeout_millis: jlong,
 ) -> jint {
     hot(|| {
-        let conn = handle::get::<Conn>(conn)?;
+        let conn = handle::lent::<Conn>(conn)?;
         let regions = [Region { addr: address as usize, len: length.max(0) as usize }];
         Ok(conn.read(&regions, blocking != 0, timeout(timeout_millis))? as i64)
     }) as jint
@@ -408,7 +408,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connReadv(
     timeout_millis: jlong,
 ) -> jlong {
     hot(|| {
-        let conn = handle::get::<Conn>(conn)?;
+        let conn = handle::lent::<Conn>(conn)?;
         // SAFETY: the Java caller wrote `count` pairs at `iov` and keeps them alive for the call.
         let regions = unsafe { regions(iov, count)? };
         Ok(conn.read(regions, blocking != 0, timeout(timeout_millis))? as i64)
@@ -427,7 +427,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connWrite(
     blocking: jboolean,
 ) -> jint {
     hot(|| {
-        let conn = handle::get::<Conn>(conn)?;
+        let conn = handle::lent::<Conn>(conn)?;
         let regions = [Region { addr: address as usize, len: length.max(0) as usize }];
         Ok(conn.write(&regions, blocking != 0)? as i64)
     }) as jint
@@ -445,7 +445,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connWritev(
     blocking: jboolean,
 ) -> jlong {
     hot(|| {
-        let conn = handle::get::<Conn>(conn)?;
+        let conn = handle::lent::<Conn>(conn)?;
         // SAFETY: the Java caller wrote `count` pairs at `iov` and keeps them alive for the call.
         let regions = unsafe { regions(iov, count)? };
         Ok(conn.write(regions, blocking != 0)? as i64)

@@ -58,27 +58,7 @@ impl Conn {
                 Self::check_control(state)?;
             }
         } else if mode == WriteMode::Ucx && !state.rx.eof {
-            // Now and then look at the control socket so that writes to a peer that closed fail
-            // (as they do with the kernel) even when nobody else watches the socket: reading it
-            // only when it has something. While the hub handles the socket's events, its flags
-            // tell; otherwise one poll asks the socket.
-            let now = coarse_now();
-            if now.saturating_sub(state.tcp.tcp_checked) >= TCP_CHECK_INTERVAL {
-                state.tcp.tcp_checked = now;
-                let news = if self.hub.get().is_some_and(|hub| hub.socket_events_handled(TCP_CHECK_INTERVAL)) {
-                    state.tcp.io.readable || state.tcp.io.ended
-                } else {
-                    state.tcp.socket.as_ref().is_some_and(Socket::has_news)
-                };
-                if news {
-                    self.progress_stream(state);
-                    if !state.rx.eof {
-                        Self::check_control(state)?;
-                    }
-                } else {
-                    self.drive(state);
-                }
-            }
+            self.look_at_control(state)?;
         }
         if let Some(error) = state.failure.fatal() {
             return Err(error.clone());
@@ -112,6 +92,32 @@ impl Conn {
             }
             Err(e) => Err(Error::io("", &e)),
         }
+    }
+
+    /// Now and then looks at the control socket of an upgraded connection, so that writes to a
+    /// peer that closed fail (as they do with the kernel) even when nobody else watches the
+    /// socket: reading it only when it has something. While the hub handles the socket's
+    /// events, its flags tell; otherwise one poll asks the socket.
+    fn look_at_control(&self, state: &mut State) -> Result<()> {
+        let now = coarse_now();
+        if now.saturating_sub(state.tcp.tcp_checked) < TCP_CHECK_INTERVAL {
+            return Ok(());
+        }
+        state.tcp.tcp_checked = now;
+        let news = if self.hub.get().is_some_and(|hub| hub.socket_events_handled(TCP_CHECK_INTERVAL)) {
+            state.tcp.io.readable || state.tcp.io.ended
+        } else {
+            state.tcp.socket.as_ref().is_some_and(Socket::has_news)
+        };
+        if news {
+            self.progress_stream(state);
+            if !state.rx.eof {
+                Self::check_control(state)?;
+            }
+        } else {
+            self.drive(state);
+        }
+        Ok(())
     }
 
     /// Whether a framed peer closed: its TCP stream ends only when it closed altogether (its

@@ -53,30 +53,9 @@ impl Link {
         let worker = unsafe { self.worker() };
         let mut lock = None;
         while dst.remaining() > 0 {
-            if let Some(large) = &mut self.large_rx {
-                if !large.status.is_done() {
+            if self.large_rx.is_some() {
+                if !self.read_large(dst, worker, &mut lock)? {
                     break;
-                }
-                let status = large.status.status();
-                let got = large.status.length();
-                if status != ucx::Status::OK || got == 0 || large.expected.is_some_and(|expected| got != expected) {
-                    return Err(Self::body_error(status, got, large.expected, large.capacity));
-                }
-                if large.into_user {
-                    dst.advance(got);
-                    large.offset = got;
-                } else {
-                    // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
-                    let copied = unsafe { dst.fill_from(&self.bounce[large.offset..got]) };
-                    large.offset += copied;
-                }
-                if large.offset == got {
-                    let lock = lock.get_or_insert_with(|| worker.lock());
-                    if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
-                        request.free(lock);
-                    }
-                    self.rx_large_seq += 1;
-                    self.consume_head(lock)?;
                 }
                 continue;
             }
@@ -94,27 +73,7 @@ impl Link {
             }
             let len = slot.length();
             if len == 0 {
-                // A BODY announcement: its length is known once UCX has seen the BODY's first
-                // bytes (its sender sent it right after); the reader's memory takes it if it fits.
-                let lock = lock.get_or_insert_with(|| worker.lock());
-                let mut body = self.body_length(lock)?;
-                // The BODY follows its announcement at once on the same endpoint: over the
-                // network its first bytes are often in the worker's queue still, one progress call
-                // away. Received into the bounce buffer, it would be copied once more.
-                for _ in 0..BODY_LOOKS {
-                    if body.is_some() || lock.progress() == 0 {
-                        break;
-                    }
-                    body = self.body_length(lock)?;
-                }
-                // The reader's memory takes the BODY if it fits: of the length UCX saw, or of the
-                // largest this side accepts while UCX has not seen it yet.
-                let room = body.unwrap_or_else(|| self.body_limit());
-                let user = match dst.chunk(room) {
-                    Some((addr, n)) if allow_user && n == room && dst.moved() == start => Some(addr),
-                    _ => None,
-                };
-                self.start_large_rx(lock, body, user)?;
+                self.start_body(dst, start, allow_user, worker, &mut lock)?;
                 continue;
             }
             let base = self.head * self.slot_len;
@@ -135,6 +94,69 @@ impl Link {
             self.report_credits(lock)?;
         }
         Ok(read)
+    }
+
+    /// The large message in progress: copies what it brought (or counts it, received into the
+    /// caller's memory), and ends it once all of it was read. False while it is still arriving.
+    fn read_large<'w>(&mut self, dst: &mut Cursor<'_>, worker: &'w ucx::Worker, lock: &mut Option<WorkerLock<'w>>) -> Result<bool> {
+        let Some(large) = &mut self.large_rx else { return Ok(true) };
+        if !large.status.is_done() {
+            return Ok(false);
+        }
+        let status = large.status.status();
+        let got = large.status.length();
+        if status != ucx::Status::OK || got == 0 || large.expected.is_some_and(|expected| got != expected) {
+            return Err(Self::body_error(status, got, large.expected, large.capacity));
+        }
+        if large.into_user {
+            dst.advance(got);
+            large.offset = got;
+        } else {
+            // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
+            let copied = unsafe { dst.fill_from(&self.bounce[large.offset..got]) };
+            large.offset += copied;
+        }
+        if large.offset == got {
+            let lock = lock.get_or_insert_with(|| worker.lock());
+            if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+                request.free(lock);
+            }
+            self.rx_large_seq += 1;
+            self.consume_head(lock)?;
+        }
+        Ok(true)
+    }
+
+    /// A BODY announcement at the head slot: its length is known once UCX has seen the BODY's
+    /// first bytes (its sender sent it right after). Starts the BODY's receive, into the caller's
+    /// memory (`allow_user`, nothing read by this call before `start`) if it fits.
+    fn start_body<'w>(
+        &mut self,
+        dst: &mut Cursor<'_>,
+        start: usize,
+        allow_user: bool,
+        worker: &'w ucx::Worker,
+        lock: &mut Option<WorkerLock<'w>>,
+    ) -> Result<()> {
+        let lock = lock.get_or_insert_with(|| worker.lock());
+        let mut body = self.body_length(lock)?;
+        // The BODY follows its announcement at once on the same endpoint: over the network its
+        // first bytes are often in the worker's queue still, one progress call away. Received
+        // into the bounce buffer, it would be copied once more.
+        for _ in 0..BODY_LOOKS {
+            if body.is_some() || lock.progress() == 0 {
+                break;
+            }
+            body = self.body_length(lock)?;
+        }
+        // The reader's memory takes the BODY if it fits: of the length UCX saw, or of the largest
+        // this side accepts while UCX has not seen it yet.
+        let room = body.unwrap_or_else(|| self.body_limit());
+        let user = match dst.chunk(room) {
+            Some((addr, n)) if allow_user && n == room && dst.moved() == start => Some(addr),
+            _ => None,
+        };
+        self.start_large_rx(lock, body, user)
     }
 
     /// Re-posts the head slot (for the message `slots` later) and moves on to the next one.

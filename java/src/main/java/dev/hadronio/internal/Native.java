@@ -10,7 +10,10 @@ package dev.hadronio.internal;
  * {@link #connWritev}, {@link #selectorSelect}, {@link #selectorWakeup}, {@link #keyInterest})
  * return {@code >= 0} for a count and a negative {@link Status} code otherwise; the message of a
  * failure is {@link #lastError()} on the same thread. All other methods throw the JDK exception
- * that fits.
+ * that fits. Reads and writes ({@code conn*Read*}, {@code conn*Write*}) must be called inside a
+ * borrow of the channel's handle ({@code NativeHandle.enter} .. {@code leave}), which keeps
+ * {@link #connDestroy} from running meanwhile: the library does not count their borrow again
+ * (native/src/jni/handle.rs, {@code lent}).
  *
  * <p>Addresses are passed as the raw IP bytes (4 or 16), the IPv6 scope id and the port, and
  * returned encoded as {@code [ip length][ip][port: u16][scope id: u32]} (big-endian).
