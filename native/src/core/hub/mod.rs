@@ -159,6 +159,9 @@ struct Waiting {
     /// The connection the leader waits for (0: none in particular, as a selector's thread).
     leader_key: AtomicU32,
     sleeping: AtomicBool,
+    /// Whether a nested hub reported events that another thread's leadership kept this one
+    /// from dispatching (see [`Hub::poll_nested_events`]).
+    nested_owed: AtomicBool,
     /// Whether spinning has been paying off on this hub (see [`spin::Governor`]).
     governor: spin::Governor,
     /// The threads that wait while another one leads.
@@ -234,6 +237,7 @@ impl Hub {
                 leader: Mutex::new(()),
                 leader_key: AtomicU32::new(0),
                 sleeping: AtomicBool::new(false),
+                nested_owed: AtomicBool::new(false),
                 governor: spin::Governor::new(spin_ns),
                 followers: Followers::default(),
             },
@@ -591,10 +595,36 @@ impl Hub {
         }
     }
 
+    /// A nested hub's epoll reported events. It says so once (an edge), so its socket events are
+    /// dispatched now, however recently they were last looked at. If another thread leads that
+    /// hub, this one owes them: that leader may leave with the events still queued, and the
+    /// waits here stay short until they are dispatched (see `Hub::lead`). (The background
+    /// thread looks at the hubs it adopted at every tick anyway.)
+    fn poll_nested_events(&self, hub: &Hub) {
+        if self.owner == Owner::Background {
+            hub.poll_for_background();
+        } else if !hub.poll(true, true) {
+            self.waiting.nested_owed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Dispatches the events of every nested hub if a nested hub's events are owed; true if
+    /// some are still owed (another thread still leads that hub).
+    pub(super) fn settle_nested_owed(&self) -> bool {
+        if !self.waiting.nested_owed.swap(false, Ordering::Relaxed) {
+            return false;
+        }
+        let nested: Vec<Arc<Hub>> = self.nested.with(|nested| nested.iter().map(|(h, _)| h.clone()).collect());
+        for hub in nested {
+            self.poll_nested_events(&hub);
+        }
+        self.waiting.nested_owed.load(Ordering::Relaxed)
+    }
+
     /// Makes progress without waiting: UCX and pending socket events. Skipped if another thread
     /// leads the hub (it makes the progress instead).
     pub fn poll_now(&self) {
-        self.poll(true);
+        self.poll(true, false);
     }
 
     /// `poll_now` for the background thread: only once no application thread has progressed the
@@ -602,13 +632,15 @@ impl Hub {
     /// thread must not take the leadership from under it (it could be descheduled holding it).
     pub(super) fn poll_for_background(&self) {
         if self.owner_away() {
-            self.poll(false);
+            self.poll(false, false);
         }
     }
 
-    /// Progress without waiting, unless another thread leads (it makes the progress instead).
-    fn poll(&self, application: bool) {
-        let Some(guard) = self.waiting.leader.try_lock() else { return };
+    /// Progress without waiting, unless another thread leads (it makes the progress instead);
+    /// socket events at most every [`DISPATCH_INTERVAL`] unless `all_events`. False if another
+    /// thread led.
+    fn poll(&self, application: bool, all_events: bool) -> bool {
+        let Some(guard) = self.waiting.leader.try_lock() else { return false };
         let now = Instant::now();
         if application {
             self.note_progressed(now);
@@ -618,7 +650,7 @@ impl Hub {
         // microseconds, so that a busy select loop does not pay a syscall each time.
         let events = {
             let mut last = self.times.last_dispatch.lock();
-            if now.duration_since(*last) >= DISPATCH_INTERVAL {
+            if all_events || now.duration_since(*last) >= DISPATCH_INTERVAL {
                 *last = now;
                 true
             } else {
@@ -633,6 +665,7 @@ impl Hub {
         }
         // Followers that found the leadership taken meanwhile must learn that it is free again.
         self.waiting.followers.hand_over();
+        true
     }
 
     fn dispatch_ready(&self, timeout: Option<Duration>, slept: bool) -> usize {
@@ -692,7 +725,7 @@ impl Hub {
                 let serial = event.token & !TOKEN_KIND;
                 let hub = self.nested.with(|nested| nested.iter().find(|(h, _)| h.serial == serial).map(|(h, _)| h.clone()));
                 if let Some(hub) = hub {
-                    self.poll_nested(&hub);
+                    self.poll_nested_events(&hub);
                 }
             }
             _ => debug!("unknown epoll token {:#x}", event.token),

@@ -88,12 +88,17 @@ impl Hub {
         let _guard = guard;
         let mut spun = false;
         let mut stuck = Stuck::default();
+        let mut owed = Stuck::default();
         loop {
             if self.progress() {
                 self.waiting.followers.signal();
                 stuck = Stuck::default();
             }
             self.progress_nested();
+            let owed_sleep = if self.settle_nested_owed() { Some(owed.next_sleep()) } else {
+                owed = Stuck::default();
+                None
+            };
             if ready() {
                 return true;
             }
@@ -116,7 +121,11 @@ impl Hub {
                 Armed::Stuck => Some(stuck.next_sleep()),
                 Armed::Yes => None,
             };
-            if self.sleep(ready, deadline, stuck_sleep) {
+            let limit = match (stuck_sleep, owed_sleep) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if self.sleep(ready, deadline, limit) {
                 return true;
             }
         }
@@ -179,10 +188,11 @@ impl Hub {
         }
     }
 
-    /// Sleeps in epoll until an event or `deadline`, at most `stuck_sleep` (a stuck worker does
-    /// not signal its event fd) and [`GRAVE_CHECK`] while links are buried or closes linger
-    /// (nothing signals when their time is up); true if `ready()` held before it slept.
-    fn sleep(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>, stuck_sleep: Option<Duration>) -> bool {
+    /// Sleeps in epoll until an event or `deadline`, at most `limit` (a stuck worker does not
+    /// signal its event fd, nor does a nested hub whose events are owed) and [`GRAVE_CHECK`]
+    /// while links are buried or closes linger (nothing signals when their time is up); true if
+    /// `ready()` held before it slept.
+    fn sleep(&self, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>, limit: Option<Duration>) -> bool {
         self.waiting.sleeping.store(true, Ordering::SeqCst);
         if ready() {
             self.waiting.sleeping.store(false, Ordering::SeqCst);
@@ -190,7 +200,7 @@ impl Hub {
         }
         let mut timeout = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         let mut at_most = |limit: Duration| timeout = Some(timeout.map_or(limit, |t| t.min(limit)));
-        if let Some(limit) = stuck_sleep {
+        if let Some(limit) = limit {
             at_most(limit);
         }
         if !self.graveyard.is_empty() || !self.lingering.is_empty() {
@@ -204,7 +214,8 @@ impl Hub {
 }
 
 /// A leader's patience with a stuck worker: a few more rounds of progress, then sleeps that
-/// double while it stays stuck.
+/// double while it stays stuck. The same doubling bounds the sleeps while a nested hub's events
+/// are owed.
 struct Stuck {
     rounds: u32,
     sleep: Duration,
