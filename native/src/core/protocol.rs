@@ -5,7 +5,8 @@
 //! byte of TCP urgent data, [`URGENT_OFFER`], as the very first byte of its stream. A receiver
 //! that reads its socket the ordinary way (`SO_OOBINLINE` off, the default everywhere) never sees
 //! an urgent byte, so a plain server reads exactly what the client application wrote. A hadroNIO
-//! server finds the offer at offset 0 and answers with an urgent [`URGENT_ACCEPT`]. Each side then
+//! server finds the offer at offset 0 and answers with an urgent [`URGENT_ACCEPT`] (or, when it
+//! requires a shared secret, [`URGENT_ACCEPT_AUTH`]). Each side then
 //! switches its own direction at an urgent mark ([`URGENT_MARK_CLIENT`] first, answered by
 //! [`URGENT_MARK_SERVER`]): the bytes before a side's mark are raw application bytes, the bytes
 //! after it are [`MAGIC`] and frames. The kernel reports the exact stream offset of every mark,
@@ -62,6 +63,10 @@ pub const MIN_VERSION: u16 = 4;
 pub const URGENT_OFFER: u8 = 0x00;
 /// A server's urgent answer to an offer: "so can this side".
 pub const URGENT_ACCEPT: u8 = 0xA1;
+/// A server's urgent answer to an offer when it requires the shared secret: "so can this side,
+/// once you prove the secret". A client without one fails at once rather than write on into a
+/// server that holds its bytes unread until it authenticates.
+pub const URGENT_ACCEPT_AUTH: u8 = 0xA4;
 /// The client's urgent byte at the offset where its stream turns into frames.
 pub const URGENT_MARK_CLIENT: u8 = 0xA2;
 /// The server's urgent byte at the offset where its stream turns into frames.

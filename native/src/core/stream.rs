@@ -142,10 +142,10 @@ pub struct RxState {
 }
 
 impl RxState {
-    /// A read found the end of the peer's TCP stream.
-    pub fn ended(&mut self, neg: &mut Negotiation) {
+    /// A read found the end of the peer's TCP stream; an error if that fails the negotiation.
+    pub fn ended(&mut self, neg: &mut Negotiation) -> crate::core::error::Result<()> {
         self.eof = true;
-        neg.on_eof();
+        neg.on_eof()
     }
 }
 
@@ -209,7 +209,7 @@ pub fn read<W: Wire>(
 ) -> Result<Read, Failure> {
     let mut read = Read::default();
     loop {
-        if rx.pass_due && !pass(neg, wire, rx).map_err(Failure::Io)? {
+        if rx.pass_due && !pass(neg, wire, rx)? {
             return Ok(read);
         }
         if neg.deliverable() && !rx.inbox.is_empty() {
@@ -236,7 +236,7 @@ pub fn read<W: Wire>(
                 return Ok(read);
             }
             Ok(Step::Stop) => return Ok(read),
-            Ok(Step::Eof) => rx.ended(neg),
+            Ok(Step::Eof) => rx.ended(neg)?,
             Err(Failure::Io(e)) if blocked(&e) => {
                 read.blocked = true;
                 return Ok(read);
@@ -371,6 +371,10 @@ fn raw<W: Wire>(
     } else if rx.inbox.room() > 0 && pulls(watch) {
         rx.inbox.fill(wire, limit)?
     } else {
+        if pulls(watch) {
+            // The bytes held before the peer's mark fill what this side holds.
+            neg.on_held_full()?;
+        }
         return Ok(Step::Stop);
     };
     if n == 0 {
@@ -435,15 +439,15 @@ fn pulls(watch: Watch) -> bool {
 /// raw, since the peer's next mark can only follow our urgent byte). False if the inbox has no
 /// room yet. The stream may end right behind the mark: the negotiation learns of it as of any
 /// end.
-fn pass<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState) -> io::Result<bool> {
+fn pass<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &mut RxState) -> Result<bool, Failure> {
     if rx.inbox.room() == 0 {
         return Ok(false);
     }
     match rx.inbox.fill(wire, INBOX_LIMIT) {
-        Ok(0) => rx.ended(neg),
-        Ok(_) => {}
+        Ok(0) => rx.ended(neg)?,
+        Ok(n) => neg.on_raw(n),
         Err(e) if blocked(&e) => {}
-        Err(e) => return Err(e),
+        Err(e) => return Err(Failure::Io(e)),
     }
     rx.pass_due = false;
     Ok(true)

@@ -244,8 +244,8 @@ impl Conn {
             Ok(_) => {
                 if !self.is_closed() && !state.closing.input_shutdown {
                     let st = &mut *state;
-                    if let Some(neg) = &mut st.neg {
-                        st.rx.ended(neg);
+                    if let Some(Err(e)) = st.neg.as_deref_mut().map(|neg| st.rx.ended(neg)) {
+                        self.set_fatal(&mut state, e);
                     }
                 }
                 Ok(0)

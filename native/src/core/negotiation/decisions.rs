@@ -137,7 +137,7 @@ impl Negotiation {
     }
 
     /// The peer's TCP stream ended.
-    pub fn on_eof(&mut self) {
+    pub fn on_eof(&mut self) -> Result<()> {
         self.peer.eof = true;
         match self.stage {
             Stage::Connecting => self.decide_plain(TcpReason::Other, "the peer closed before this side wrote"),
@@ -151,8 +151,27 @@ impl Negotiation {
                 self.learned(Outcome::Short);
                 self.decide_plain(TcpReason::Other, "the peer closed before the upgrade");
             }
+            // A client that offered, wrote application bytes and closed before its mark: one
+            // without a secret (it fails at our ACCEPT-AUTH and shuts its output down). A client
+            // with one holds its bytes until the answer came; one that only connected and closed
+            // wrote none, and its end is an ordinary end.
+            Stage::Accepted if self.policy.secret.is_some() && self.peer.raw_read > 0 => {
+                return self.fail(Error::new(Status::Protocol, PEER_CLOSED_UNPROVEN));
+            }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// What this side holds of the peer's bytes before its mark (raw bytes it may not deliver
+    /// before the peer proved the secret) reached the limit, so the mark cannot be reached.
+    /// A server that requires a secret fails: a client without one (which fails at the answer)
+    /// or one that sent that much before the late answer came would wait for nothing.
+    pub fn on_held_full(&mut self) -> Result<()> {
+        if matches!(self.stage, Stage::Accepted) && self.policy.secret.is_some() {
+            return self.fail(Error::new(Status::Protocol, PEER_SENT_UNPROVEN));
+        }
+        Ok(())
     }
 
     /// Before any mark: the connection stays plain TCP (both streams raw), for `why`.

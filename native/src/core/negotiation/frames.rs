@@ -170,18 +170,8 @@ impl Negotiation {
         }
         let peer_secret = hello.capabilities & protocol::CAP_AUTH != 0;
         match (self.policy.secret.is_some(), peer_secret) {
-            (true, false) => {
-                return self.fail(Error::new(
-                    Status::Protocol,
-                    "hadroNIO authentication failed: the peer has no shared secret (hadronio.secret) configured",
-                ))
-            }
-            (false, true) => {
-                return self.fail(Error::new(
-                    Status::Protocol,
-                    "hadroNIO authentication failed: the peer requires a shared secret; set hadronio.secret or HADRONIO_SECRET",
-                ))
-            }
+            (true, false) => return self.fail(Error::new(Status::Protocol, PEER_HAS_NO_SECRET)),
+            (false, true) => return self.fail(Error::new(Status::Protocol, PEER_REQUIRES_SECRET)),
             _ => {}
         }
         if !hello.shares_version() {

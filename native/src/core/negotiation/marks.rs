@@ -87,16 +87,20 @@ impl Negotiation {
                 }
                 // The caller passes the offer's mark before the ACCEPT goes out (the client's mark
                 // can only follow the ACCEPT).
-                self.urgent = Some(protocol::URGENT_ACCEPT);
+                self.urgent = Some(if self.policy.secret.is_some() { protocol::URGENT_ACCEPT_AUTH } else { protocol::URGENT_ACCEPT });
                 self.stage = Stage::Accepted;
                 self.rx = Rx::Raw(Watch::Mark);
                 self.auth.since = Some(now);
             }
             (Watch::Accept, Stage::Offered { .. }) => {
-                if byte != protocol::URGENT_ACCEPT {
+                if byte != protocol::URGENT_ACCEPT && byte != protocol::URGENT_ACCEPT_AUTH {
                     // Our own offer coming back (a connection to itself), or a plain server's
                     // urgent data: not an answer.
                     return Ok(());
+                }
+                if byte == protocol::URGENT_ACCEPT_AUTH && self.policy.secret.is_none() {
+                    // The server holds our bytes unread until we prove a secret we do not have.
+                    return self.fail(Error::new(Status::Protocol, PEER_REQUIRES_SECRET));
                 }
                 self.stage = Stage::Answered { reached: false };
                 self.rx = Rx::Raw(Watch::Reach);
@@ -133,7 +137,7 @@ impl Negotiation {
     /// Whether, having just handled an urgent byte at its offset, the caller must read past that
     /// offset before it sends [`Negotiation::urgent`] (see the protocol's rule on marks).
     pub fn must_pass_mark(&self) -> bool {
-        matches!(self.urgent, Some(protocol::URGENT_ACCEPT) | Some(protocol::URGENT_MARK_CLIENT))
+        matches!(self.urgent, Some(protocol::URGENT_ACCEPT | protocol::URGENT_ACCEPT_AUTH | protocol::URGENT_MARK_CLIENT))
             || matches!(self.stage, Stage::Answered { reached: true })
     }
 

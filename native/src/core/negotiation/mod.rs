@@ -141,6 +141,15 @@ pub struct Policy {
 /// request.
 pub const STREAM_READ: u64 = 64 * 1024;
 
+/// Why authentication failed, where the peer's HELLO or answer shows a secret on one side only,
+/// or where a client wrote to a server that requires one as if it had none.
+const PEER_HAS_NO_SECRET: &str = "hadroNIO authentication failed: the peer has no shared secret (hadronio.secret) configured";
+const PEER_REQUIRES_SECRET: &str = "hadroNIO authentication failed: the peer requires a shared secret; set hadronio.secret or HADRONIO_SECRET";
+const PEER_CLOSED_UNPROVEN: &str =
+    "hadroNIO authentication failed: the peer has no shared secret (hadronio.secret) configured: it wrote and closed without proving one";
+const PEER_SENT_UNPROVEN: &str =
+    "hadroNIO authentication failed: the peer has no shared secret (hadronio.secret) configured: it wrote more than this side holds without proving one";
+
 /// A client that wrote once and got nothing back marks once the connection is this many times
 /// its mark delay old (1.28 s by default, its last look): a server may hold its answer back until
 /// the upgrade, as one with a secret holds the bytes of a client that has not proved it. Answers

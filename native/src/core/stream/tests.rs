@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::sim::{against_plain, pattern, policy, run_open, run_pair, run_server_short, run_short, Net, SimWire};
-use super::{read, RxState, Wire};
+use super::{read, Failure, RxState, Wire, INBOX_LIMIT};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Outcome, TcpReason, STREAM_READ};
 use crate::core::protocol::Role;
@@ -167,6 +167,62 @@ fn a_secret_on_one_side_only_fails_both_ends() {
         assert!(server.received.is_empty(), "seed {seed}");
         assert!(client.failed.is_some() && server.failed.is_some(), "seed {seed}: client {:?}, server {:?}", client.failed, server.failed);
     }
+}
+
+/// A client without a secret whose first writes are more than a server that requires one holds
+/// before the client's mark: the server's answer says that it requires a secret, and both ends
+/// fail with an error that names it, long before the server's authentication wait runs out.
+#[test]
+fn a_client_without_the_secret_that_writes_much_fails_both_ends_at_once() {
+    for seed in 0..12 {
+        for length in [3_000, INBOX_LIMIT + 50_000] {
+            let (client, server) = run_pair(seed, policy(Role::Client, None, 11), policy(Role::Server, Some(b"s"), 22), (length, 0), false);
+            assert!(server.received.is_empty(), "seed {seed}, {length} bytes");
+            let (Some(client_error), Some(server_error)) = (&client.failed, &server.failed) else {
+                panic!("seed {seed}, {length} bytes: client {:?}, server {:?}", client.failed, server.failed);
+            };
+            assert!(client_error.message.contains("the peer requires a shared secret"), "seed {seed}, {length} bytes: {client_error}");
+            assert!(
+                server_error.message.contains("the peer has no shared secret"),
+                "seed {seed}, {length} bytes: {server_error}"
+            );
+        }
+    }
+}
+
+/// A client that writes on without reading the answer to its offer (one without the secret does
+/// until it reads it) fills what a server that requires a secret holds of its bytes before its
+/// mark: the server fails at once, naming the secret, rather than wait for a proof that cannot
+/// come behind bytes it does not read.
+#[test]
+fn a_server_that_requires_a_secret_fails_when_what_it_holds_fills() {
+    let net = Net::new(1);
+    net.borrow_mut().step = 0;
+    net.borrow_mut().partial = false;
+    let (client, server) = SimWire::pair(&net);
+    let mut neg = Negotiation::new(policy(Role::Server, Some(b"s"), 11));
+    let mut rx = RxState::default();
+    assert!(client.send_urgent(crate::core::protocol::URGENT_OFFER).unwrap());
+    let data = pattern(INBOX_LIMIT + 10_000, 1);
+    let mut sent = 0;
+    while sent < data.len() {
+        sent += client.send(&data[sent..]).unwrap();
+    }
+    let mut buf = [0u8; 4096];
+    let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+    let now = Instant::now();
+    for _ in 0..1_000 {
+        let mut dst = Cursor::new(&regions);
+        match read(&mut neg, &server, &mut rx, Some(&mut dst), now) {
+            Ok(got) => assert_eq!(got.delivered, 0, "a byte of the unproven client was delivered"),
+            Err(Failure::Negotiation(e)) => {
+                assert!(e.message.contains("the peer has no shared secret"), "{e}");
+                return;
+            }
+            Err(Failure::Io(e)) => panic!("simulated socket failed: {e}"),
+        }
+    }
+    panic!("the server still waits, holding {} bytes", rx.inbox.len());
 }
 
 #[test]

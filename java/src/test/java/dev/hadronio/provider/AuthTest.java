@@ -108,6 +108,23 @@ public class AuthTest {
         assertTrue(result[1], result[1].contains(" error ") && result[1].contains("authentication failed"));
     }
 
+    /**
+     * A client without a secret that writes 8 MiB at once to a server that requires one: the
+     * server's answer says so, and both ends fail with an error that names the secret (not a
+     * reset, not the server's authentication wait running out). Six times, as it once depended on
+     * which end looked first.
+     */
+    @Test
+    public void missingSecretFailsBothEndsWhenTheClientWritesMuch() throws Exception {
+        for (int round = 0; round < 6; round++) {
+            String[] result = exchange("correct horse", null, "sink", "writer");
+            assertTrue(round + ": " + result[0], result[0].startsWith("SERVER read 0 error ")
+                    && result[0].contains("the peer has no shared secret"));
+            assertTrue(round + ": " + result[1], result[1].contains(" error ")
+                    && result[1].contains("the peer requires a shared secret"));
+        }
+    }
+
     @Test
     public void missingSecretIsRefusedOnBothSides() throws Exception {
         String[] result = exchange("correct horse", null);
