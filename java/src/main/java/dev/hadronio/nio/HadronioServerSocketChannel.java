@@ -100,8 +100,8 @@ public final class HadronioServerSocketChannel extends ServerSocketChannel {
                 long timeout = adaptor ? acceptTimeoutMillis : 0;
                 long h = handle.enter();
                 try {
-                    accepted = HadronioSocketChannel.parks(blocking)
-                        ? acceptParked(h, HadronioSocketChannel.deadline(timeout))
+                    accepted = NativeConnection.parks(blocking)
+                        ? acceptParked(h, NativeConnection.deadline(timeout))
                         : Native.listenerAccept(h, blocking, timeout);
                 } finally {
                     handle.leave();

@@ -2,9 +2,7 @@ package dev.hadronio.nio;
 
 import dev.hadronio.internal.Addresses;
 import dev.hadronio.internal.Buffers;
-import dev.hadronio.internal.Native;
 import dev.hadronio.internal.Status;
-import dev.hadronio.internal.VirtualThreads;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -20,7 +18,6 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.IllegalBlockingModeException;
 import java.nio.channels.NoConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
-import java.nio.channels.SelectionKey;
 import java.nio.channels.SocketChannel;
 import java.nio.channels.spi.SelectorProvider;
 import java.util.Objects;
@@ -34,7 +31,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * the TCP control connection (buffer sizes, {@code TCP_NODELAY} and {@code IP_TOS} do not change
  * the UCX path); the channel's data moves over UCX once both ends have upgraded, see
  * {@link #transportDescription()}. A blocking operation on a virtual thread parks the thread
- * instead of blocking its carrier (see {@link VirtualPoller}).
+ * instead of blocking its carrier (see {@link VirtualPoller}). The native calls go through the
+ * channel's {@link NativeConnection}.
  */
 public final class HadronioSocketChannel extends SocketChannel {
     private static final int UNCONNECTED = 0;
@@ -51,7 +49,7 @@ public final class HadronioSocketChannel extends SocketChannel {
     private final ReentrantLock readLock = new ReentrantLock();
     private final ReentrantLock writeLock = new ReentrantLock();
     private final Object stateLock = new Object();
-    private final NativeHandle handle;
+    private final NativeConnection connection;
 
     private volatile int state;
     private volatile boolean inputClosed;
@@ -65,22 +63,22 @@ public final class HadronioSocketChannel extends SocketChannel {
 
     public HadronioSocketChannel(SelectorProvider provider) throws IOException {
         super(provider);
-        this.handle = NativeHandle.connection(this, Native.connOpen());
+        this.connection = NativeConnection.open(this, new Parking());
         this.state = UNCONNECTED;
     }
 
     /** A channel for a connection accepted by a server socket channel. */
     HadronioSocketChannel(SelectorProvider provider, long accepted) {
         super(provider);
-        this.handle = NativeHandle.connection(this, accepted);
+        this.connection = NativeConnection.accepted(this, accepted, new Parking());
         this.state = CONNECTED;
-        this.localAddress = Addresses.decode(Native.connLocalAddress(accepted));
-        this.remoteAddress = Addresses.decode(Native.connRemoteAddress(accepted));
+        this.localAddress = connection.localAddress();
+        this.remoteAddress = connection.remoteAddress();
     }
 
     /** The native handle for a selector registration; call under {@link #stateLock()}. */
     long nativeHandle() throws ClosedChannelException {
-        long h = handle.get();
+        long h = connection.handle();
         if (h == 0 || !isOpen()) {
             throw new ClosedChannelException();
         }
@@ -147,62 +145,20 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
         long n;
         if (dst.isDirect()) {
-            n = readNative(Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
+            n = connection.read(Buffers.address(dst) + position, remaining, blocking, timeoutMillis);
             if (n > 0) {
                 dst.position(position + (int) n);
             }
         } else {
             ByteBuffer temporary = Buffers.temporary(remaining);
             int length = Math.min(remaining, temporary.capacity());
-            n = readNative(Buffers.address(temporary), length, blocking, timeoutMillis);
+            n = connection.read(Buffers.address(temporary), length, blocking, timeoutMillis);
             if (n > 0) {
                 temporary.limit((int) n);
                 dst.put(temporary);
             }
         }
         return Status.readResult(n, blocking);
-    }
-
-    /**
-     * A native read with the handle borrowed; a virtual thread reads without blocking and parks
-     * while nothing comes.
-     */
-    private int readNative(long address, int length, boolean blocking, int timeoutMillis) throws IOException {
-        long h = handle.enter();
-        try {
-            if (!parks(blocking)) {
-                return Native.connRead(h, address, length, blocking, timeoutMillis);
-            }
-            long deadline = deadline(timeoutMillis);
-            while (true) {
-                int n = Native.connRead(h, address, length, false, 0);
-                if (n != 0) {
-                    return n;
-                }
-                park(SelectionKey.OP_READ, deadline, "Read");
-            }
-        } finally {
-            handle.leave();
-        }
-    }
-
-    private long readvNative(long iov, int count, boolean blocking, int timeoutMillis) throws IOException {
-        long h = handle.enter();
-        try {
-            if (!parks(blocking)) {
-                return Native.connReadv(h, iov, count, blocking, timeoutMillis);
-            }
-            long deadline = deadline(timeoutMillis);
-            while (true) {
-                long n = Native.connReadv(h, iov, count, false, 0);
-                if (n != 0) {
-                    return n;
-                }
-                park(SelectionKey.OP_READ, deadline, "Read");
-            }
-        } finally {
-            handle.leave();
-        }
     }
 
     @Override
@@ -233,7 +189,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                     return 0;
                 }
                 int timeoutMillis = readTimeoutMillis;
-                long r = readvNative(vector.address(), vector.count(), blocking, timeoutMillis);
+                long r = connection.readv(vector.address(), vector.count(), blocking, timeoutMillis);
                 if (r > 0) {
                     vector.complete(dsts, r, true);
                 }
@@ -285,7 +241,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             return 0;
         }
         if (src.isDirect()) {
-            long n = writeNative(Buffers.address(src) + position, remaining, blocking);
+            long n = connection.write(Buffers.address(src) + position, remaining, blocking);
             if (n > 0) {
                 src.position(position + (int) n);
             }
@@ -298,7 +254,7 @@ public final class HadronioSocketChannel extends SocketChannel {
             ByteBuffer slice = src.duplicate();
             slice.limit(src.position() + length);
             temporary.put(slice);
-            int n = writeNative(Buffers.address(temporary), length, blocking);
+            int n = connection.write(Buffers.address(temporary), length, blocking);
             if (n > 0) {
                 src.position(src.position() + n);
                 written += n;
@@ -315,38 +271,6 @@ public final class HadronioSocketChannel extends SocketChannel {
             }
         }
         return written;
-    }
-
-    /**
-     * A native write with the handle borrowed; a virtual thread writes without blocking and parks
-     * while nothing goes, until everything went (a blocking write's promise) or it fails (with the
-     * count so far, if any).
-     */
-    private int writeNative(long address, int length, boolean blocking) throws IOException {
-        long h = handle.enter();
-        try {
-            if (!parks(blocking)) {
-                return Native.connWrite(h, address, length, blocking);
-            }
-            int written = 0;
-            while (written < length) {
-                int n = Native.connWrite(h, address + written, length - written, false);
-                if (n < 0) {
-                    if (written > 0) {
-                        Status.ignore(n);
-                        return written;
-                    }
-                    return n;
-                }
-                written += n;
-                if (n == 0) {
-                    park(SelectionKey.OP_WRITE, 0, "Write");
-                }
-            }
-            return written;
-        } finally {
-            handle.leave();
-        }
     }
 
     @Override
@@ -377,17 +301,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                     if (vector.count() == 0) {
                         break;
                     }
-                    boolean parks = parks(blocking);
-                    long r;
-                    long h = handle.enter();
-                    try {
-                        r = Native.connWritev(h, vector.address(), vector.count(), blocking && !parks);
-                        if (r == 0 && parks) {
-                            park(SelectionKey.OP_WRITE, 0, "Write");
-                        }
-                    } finally {
-                        handle.leave();
-                    }
+                    long r = connection.writev(vector.address(), vector.count(), blocking);
                     if (r > 0) {
                         vector.complete(srcs, r, false);
                         n += r;
@@ -448,8 +362,8 @@ public final class HadronioSocketChannel extends SocketChannel {
                         throw new AlreadyBoundException();
                     }
                     InetSocketAddress address = local == null ? Addresses.any(0) : Addresses.check(local);
-                    Native.connBind(handle.get(), Addresses.ip(address), Addresses.scope(address), address.getPort());
-                    localAddress = Addresses.decode(Native.connLocalAddress(handle.get()));
+                    connection.bind(address);
+                    localAddress = connection.localAddress();
                 }
             } finally {
                 writeLock.unlock();
@@ -493,19 +407,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                             state = PENDING;
                             remoteAddress = address;
                         }
-                        boolean parks = parks(blocking);
-                        long r;
-                        long h = handle.enter();
-                        try {
-                            r = Native.connConnect(h, Addresses.ip(address), Addresses.scope(address),
-                                address.getPort(), blocking && !parks, timeoutMillis);
-                            if (r == 0 && parks) {
-                                r = finishParked(h, deadline(timeoutMillis));
-                            }
-                        } finally {
-                            handle.leave();
-                        }
-                        connected = r == 1 && isOpen();
+                        connected = connection.connect(address, blocking, timeoutMillis) == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
                     }
@@ -529,7 +431,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         if (connected) {
             synchronized (stateLock) {
                 if (state == PENDING) {
-                    localAddress = Addresses.decode(Native.connLocalAddress(handle.get()));
+                    localAddress = connection.localAddress();
                     state = CONNECTED;
                 }
             }
@@ -558,14 +460,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                                 throw new NoConnectionPendingException();
                             }
                         }
-                        long r;
-                        long h = handle.enter();
-                        try {
-                            r = parks(blocking) ? finishParked(h, 0) : Native.connFinishConnect(h, blocking);
-                        } finally {
-                            handle.leave();
-                        }
-                        connected = r == 1 && isOpen();
+                        connected = connection.finishConnect(blocking) == 1 && isOpen();
                     } finally {
                         endConnect(blocking, connected);
                     }
@@ -582,49 +477,32 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
     }
 
-    /** Completes a pending connect on a virtual thread: parks until it is done or fails. */
-    private int finishParked(long h, long deadline) throws IOException {
-        while (true) {
-            park(SelectionKey.OP_CONNECT, deadline, "Connect");
-            int r = Native.connFinishConnect(h, false);
-            if (r != 0 || !isOpen()) {
-                return r;
-            }
-        }
-    }
-
     // --- virtual threads ----------------------------------------------------------------------
 
-    /** Whether a blocking operation of the calling thread parks (a virtual thread's does). */
-    static boolean parks(boolean blocking) {
-        return blocking && VirtualThreads.current();
-    }
-
-    /** {@link System#nanoTime()} after {@code timeoutMillis}, or 0 for none. */
-    static long deadline(long timeoutMillis) {
-        return timeoutMillis > 0 ? System.nanoTime() + timeoutMillis * 1_000_000L : 0;
-    }
-
     /**
-     * Parks the calling virtual thread until the channel may be ready for {@code op}; a passed
-     * deadline throws {@code SocketTimeoutException} ("{@code what} timed out").
+     * How a virtual thread of this channel waits: on the channel's registration with the
+     * virtual-thread poller, made on first use. (A class rather than a lambda: a channel's first
+     * blocking call then links no method handles.)
      */
-    private void park(int op, long deadline, String what) throws IOException {
-        VirtualPoller.Waits w = waits;
-        if (w == null) {
-            synchronized (stateLock) {
-                if (state == CLOSED) {
-                    return;
-                }
-                w = waits;
-                if (w == null) {
-                    w = VirtualPoller.get().register(handle.get(), false);
-                    waits = w;
+    private final class Parking implements NativeConnection.Parker {
+        @Override
+        public void park(int op, long deadline, String what) throws IOException {
+            VirtualPoller.Waits w = waits;
+            if (w == null) {
+                synchronized (stateLock) {
+                    if (state == CLOSED) {
+                        return;
+                    }
+                    w = waits;
+                    if (w == null) {
+                        w = VirtualPoller.get().register(connection.handle(), false);
+                        waits = w;
+                    }
                 }
             }
-        }
-        if (!w.await(op, deadline)) {
-            throw new SocketTimeoutException(what + " timed out");
+            if (!w.await(op, deadline)) {
+                throw new SocketTimeoutException(what + " timed out");
+            }
         }
     }
 
@@ -676,7 +554,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                 throw new NotYetConnectedException();
             }
             if (!inputClosed) {
-                Native.connShutdown(handle.get(), true, false);
+                connection.shutdown(true, false);
                 inputClosed = true;
             }
         }
@@ -691,7 +569,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                 throw new NotYetConnectedException();
             }
             if (!outputClosed) {
-                Native.connShutdown(handle.get(), false, true);
+                connection.shutdown(false, true);
                 outputClosed = true;
             }
         }
@@ -716,8 +594,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         VirtualPoller.Waits w;
         synchronized (stateLock) {
             state = CLOSED;
-            Native.connClose(handle.get());
-            handle.retire();
+            connection.close();
             w = waits;
         }
         if (w != null) {
@@ -768,7 +645,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         int encoded = Options.encode(name, value);
         synchronized (stateLock) {
             ensureOpen();
-            Native.connSetOption(handle.get(), Options.id(name), encoded);
+            connection.setOption(Options.id(name), encoded);
         }
         return this;
     }
@@ -781,7 +658,7 @@ public final class HadronioSocketChannel extends SocketChannel {
         }
         synchronized (stateLock) {
             ensureOpen();
-            return Options.decode(name, Native.connGetOption(handle.get(), Options.id(name)));
+            return Options.decode(name, connection.getOption(Options.id(name)));
         }
     }
 
@@ -858,7 +735,7 @@ public final class HadronioSocketChannel extends SocketChannel {
     public String transportDescription() throws IOException {
         synchronized (stateLock) {
             ensureOpen();
-            return Native.connDescribe(handle.get());
+            return connection.describe();
         }
     }
 

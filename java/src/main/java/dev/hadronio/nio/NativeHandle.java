@@ -82,6 +82,11 @@ final class NativeHandle {
         return leak.value;
     }
 
+    /** Whether {@link #retire()} was called (the owner closed). */
+    boolean retired() {
+        return (state & RETIRED) != 0;
+    }
+
     /**
      * Starts a native call: the handle returned stays valid until {@link #leave()}, even if it is
      * retired meanwhile; {@link ClosedChannelException} once retired.
