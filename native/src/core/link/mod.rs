@@ -169,6 +169,8 @@ struct CreditSend {
     status: Completion,
     header: [u8; protocol::CREDIT_HEADER_LEN],
     request: Option<Request>,
+    /// A report is due that could not go yet (the last one was still in flight, or no endpoint).
+    wanted: bool,
 }
 
 /// What the peer told us in its ADDR frame.
@@ -234,16 +236,33 @@ pub struct Link {
     shared: Arc<Shared>,
     lane: Arc<Lane>,
     slot_len: usize,
+    ep: Option<Arc<PeerEndpoint>>,
+    peer: Option<Peer>,
+    rx: Receiving,
+    tx: Sending,
+    credit: Box<CreditSend>,
+}
+
+/// The receiving half: the ring of posted slots and where the reader is in it, and the BODY
+/// being received.
+struct Receiving {
     memory: SlotMemory,
     requests: Vec<Option<Request>>,
     head: usize,
     head_offset: usize,
     /// Slot messages consumed by the application, and what the peer was told.
-    rx: RxCredits,
-    ep: Option<Arc<PeerEndpoint>>,
-    peer: Option<Peer>,
+    credits: RxCredits,
+    /// Sequence number of the slot message the next posted receive is for.
+    posted: u64,
+    large: Option<LargeRx>,
+    large_seq: u64,
+    bounce: Vec<u8>,
+}
+
+/// The sending half: credits, staged messages and the BODY being sent.
+struct Sending {
     /// Our messages to the peer: sent and consumed by it.
-    tx: TxCredits,
+    credits: TxCredits,
     staged: VecDeque<Box<SendBuf>>,
     staged_bytes: usize,
     send_buffer: usize,
@@ -252,17 +271,10 @@ pub struct Link {
     credit_wait: Option<Instant>,
     /// Whether slot messages go from the caller's memory through a [`ucx::Source`] (over shared
     /// memory; see [`Link::send_direct`]); known once the endpoint is.
-    direct_sends: Option<bool>,
+    direct: Option<bool>,
     spare: Vec<Box<SendBuf>>,
-    credit: Box<CreditSend>,
-    credit_wanted: bool,
-    /// Sequence number of the slot message the next posted receive is for.
-    rx_posted: u64,
-    large_rx: Option<LargeRx>,
-    rx_large_seq: u64,
-    bounce: Vec<u8>,
-    large_tx: Option<LargeTx>,
-    tx_large_seq: u64,
+    large: Option<LargeTx>,
+    large_seq: u64,
 }
 
 /// What an empty slot message (a BODY announcement) is sent from.
@@ -291,33 +303,37 @@ impl Link {
             status: Completion::new(waker(&shared), true),
             header: [0; protocol::CREDIT_HEADER_LEN],
             request: None,
+            wanted: false,
         });
         let mut link = Link {
             shared,
             lane,
             slot_len,
-            memory: SlotMemory::zeroed(count * slot_len).map_err(|e| Error::io("receive slots", &e))?,
-            requests: (0..count).map(|_| None).collect(),
-            head: 0,
-            head_offset: 0,
-            rx: RxCredits::new(slots),
             ep: None,
             peer: None,
-            tx: TxCredits::new(0),
-            staged: VecDeque::new(),
-            staged_bytes: 0,
-            send_buffer: send_buffer as usize,
-            credit_wait: None,
-            direct_sends: None,
-            spare: Vec::new(),
+            rx: Receiving {
+                memory: SlotMemory::zeroed(count * slot_len).map_err(|e| Error::io("receive slots", &e))?,
+                requests: (0..count).map(|_| None).collect(),
+                head: 0,
+                head_offset: 0,
+                credits: RxCredits::new(slots),
+                posted: 0,
+                large: None,
+                large_seq: 0,
+                bounce: Vec::new(),
+            },
+            tx: Sending {
+                credits: TxCredits::new(0),
+                staged: VecDeque::new(),
+                staged_bytes: 0,
+                send_buffer: send_buffer as usize,
+                credit_wait: None,
+                direct: None,
+                spare: Vec::new(),
+                large: None,
+                large_seq: 0,
+            },
             credit,
-            credit_wanted: false,
-            rx_posted: 0,
-            large_rx: None,
-            rx_large_seq: 0,
-            bounce: Vec::new(),
-            large_tx: None,
-            tx_large_seq: 0,
         };
         let worker = link.lane.worker.clone();
         let lock = worker.lock();
@@ -366,16 +382,16 @@ impl Link {
 
     /// Posts `slot` for the next slot message in sequence.
     fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
-        let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx_posted);
-        self.rx_posted += 1;
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx.posted);
+        self.rx.posted += 1;
         let done = &self.shared.slots[slot];
         done.start();
-        let buffer = self.memory[slot * self.slot_len..].as_mut_ptr();
+        let buffer = self.rx.memory[slot * self.slot_len..].as_mut_ptr();
         // SAFETY: the slot's memory and completion (and the `Shared` it wakes) live until the link
         // is torn down, which cancels and waits for every pending receive first.
         let started = unsafe { lock.tag_recv(buffer, self.slot_len, tag, protocol::FULL_MASK, done) };
         match started {
-            Ok(request) => self.requests[slot] = Some(request),
+            Ok(request) => self.rx.requests[slot] = Some(request),
             Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
         }
         Ok(())
@@ -412,7 +428,7 @@ impl Link {
         let ep = self.lane.endpoints.get(&self.lane.worker, &self.shared.touched, &addr.worker_address, self.shared.id)?;
         self.ep = Some(ep);
         self.peer = Some(Peer { id: addr.tag_id, slot_len: addr.slot_len as usize, max_message: addr.max_message as usize });
-        self.tx = TxCredits::new(addr.slots);
+        self.tx.credits = TxCredits::new(addr.slots);
         Ok(())
     }
 
@@ -487,10 +503,10 @@ impl Link {
     pub fn teardown(&mut self) -> bool {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
-        for request in self.requests.iter().flatten() {
+        for request in self.rx.requests.iter().flatten() {
             lock.cancel(request);
         }
-        if let Some(request) = self.large_rx.as_ref().and_then(|l| l.request.as_ref()) {
+        if let Some(request) = self.rx.large.as_ref().and_then(|l| l.request.as_ref()) {
             lock.cancel(request);
         }
         let deadline = Instant::now() + TEARDOWN_WAIT;
@@ -513,18 +529,18 @@ impl Link {
 
     /// Whether a cancelled receive has not completed yet.
     fn receives_in_flight(&self) -> bool {
-        self.large_rx.as_ref().is_some_and(|l| l.request.is_some() && !l.status.is_done())
-            || self.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].is_done())
+        self.rx.large.as_ref().is_some_and(|l| l.request.is_some() && !l.status.is_done())
+            || self.rx.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].is_done())
     }
 
     /// Frees the receive requests that completed.
     fn free_completed_receives(&mut self, lock: &WorkerLock<'_>) {
-        if self.large_rx.as_ref().is_some_and(|l| l.status.is_done()) {
-            if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+        if self.rx.large.as_ref().is_some_and(|l| l.status.is_done()) {
+            if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
                 request.free(lock);
             }
         }
-        for (i, request) in self.requests.iter_mut().enumerate() {
+        for (i, request) in self.rx.requests.iter_mut().enumerate() {
             if request.is_some() && self.shared.slots[i].is_done() {
                 if let Some(request) = request.take() {
                     request.free(lock);
@@ -538,12 +554,12 @@ impl Link {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
         self.free_completed_receives(&lock);
-        if self.large_tx.as_ref().is_some_and(|l| l.status.is_done()) {
-            if let Some(request) = self.large_tx.take().and_then(|l| l.request) {
+        if self.tx.large.as_ref().is_some_and(|l| l.status.is_done()) {
+            if let Some(request) = self.tx.large.take().and_then(|l| l.request) {
                 request.free(&lock);
             }
         }
-        self.staged.retain_mut(|buf| {
+        self.tx.staged.retain_mut(|buf| {
             if buf.posted && !buf.status.is_done() {
                 return true;
             }
@@ -552,17 +568,17 @@ impl Link {
             }
             false
         });
-        self.staged_bytes = self.staged.iter().map(|b| b.data.len()).sum();
+        self.tx.staged_bytes = self.tx.staged.iter().map(|b| b.data.len()).sum();
         if self.credit.status.is_done() {
             if let Some(request) = self.credit.request.take() {
                 request.free(&lock);
             }
         }
-        let done = self.large_tx.is_none()
-            && self.staged.is_empty()
+        let done = self.tx.large.is_none()
+            && self.tx.staged.is_empty()
             && self.credit.request.is_none()
-            && self.large_rx.is_none()
-            && self.requests.iter().all(Option::is_none);
+            && self.rx.large.is_none()
+            && self.rx.requests.iter().all(Option::is_none);
         if done {
             self.ep = None;
         }
@@ -572,7 +588,7 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        if self.requests.iter().any(Option::is_some) || self.large_rx.is_some() {
+        if self.rx.requests.iter().any(Option::is_some) || self.rx.large.is_some() {
             self.teardown();
         }
         // Normally the hub kept the link until its requests ended; if not, give a live peer a
@@ -590,15 +606,16 @@ impl Drop for Link {
                     status: Completion::idle(),
                     header: [0; protocol::CREDIT_HEADER_LEN],
                     request: None,
+                    wanted: false,
                 }),
             );
             let memory = (
-                std::mem::take(&mut self.staged),
-                self.large_tx.take(),
-                self.large_rx.take(),
-                std::mem::take(&mut self.requests),
-                std::mem::take(&mut self.memory),
-                std::mem::take(&mut self.bounce),
+                std::mem::take(&mut self.tx.staged),
+                self.tx.large.take(),
+                self.rx.large.take(),
+                std::mem::take(&mut self.rx.requests),
+                std::mem::take(&mut self.rx.memory),
+                std::mem::take(&mut self.rx.bounce),
                 credit,
             );
             self.leave_to_ucx(memory);

@@ -21,26 +21,26 @@ impl Link {
 
     /// Whether a read would return bytes (or make progress on a BODY).
     pub fn readable(&self) -> bool {
-        match &self.large_rx {
+        match &self.rx.large {
             Some(large) => large.status.is_done(),
-            None => self.shared.slots[self.head].is_done(),
+            None => self.shared.slots[self.rx.head].is_done(),
         }
     }
 
     /// Slot messages consumed so far.
     pub fn consumed(&self) -> u64 {
-        self.rx.consumed()
+        self.rx.credits.consumed()
     }
 
     /// Whether a BODY is being received into the caller's memory (the caller must wait for it
     /// before returning, see [`Link::large_rx_done`]).
     pub fn user_rx_pending(&self) -> bool {
-        self.large_rx.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
+        self.rx.large.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
     }
 
     /// Whether the BODY receive into the caller's memory finished.
     pub fn large_rx_done(&self) -> bool {
-        self.large_rx.as_ref().map_or(true, |l| !l.into_user || l.status.is_done())
+        self.rx.large.as_ref().map_or(true, |l| !l.into_user || l.status.is_done())
     }
 
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
@@ -53,13 +53,13 @@ impl Link {
         let worker = unsafe { self.worker() };
         let mut lock = None;
         while dst.remaining() > 0 {
-            if self.large_rx.is_some() {
+            if self.rx.large.is_some() {
                 if !self.read_large(dst, worker, &mut lock)? {
                     break;
                 }
                 continue;
             }
-            let slot = &self.shared.slots[self.head];
+            let slot = &self.shared.slots[self.rx.head];
             if !slot.is_done() {
                 break;
             }
@@ -76,20 +76,20 @@ impl Link {
                 self.start_body(dst, start, allow_user, worker, &mut lock)?;
                 continue;
             }
-            let base = self.head * self.slot_len;
-            let bytes = &self.memory[base + self.head_offset..base + len];
+            let base = self.rx.head * self.slot_len;
+            let bytes = &self.rx.memory[base + self.rx.head_offset..base + len];
             // SAFETY: `dst` regions are caller memory valid for this call and distinct from the
             // ring memory.
             let copied = unsafe { dst.fill_from(bytes) };
-            self.head_offset += copied;
-            if self.head_offset == len {
+            self.rx.head_offset += copied;
+            if self.rx.head_offset == len {
                 let lock = lock.get_or_insert_with(|| worker.lock());
                 self.consume_head(lock)?;
             }
         }
         let read = dst.moved() - start;
         stats::add(Counter::BytesReceivedUcx, read as u64);
-        if self.rx.should_report() {
+        if self.rx.credits.should_report() {
             let lock = lock.get_or_insert_with(|| worker.lock());
             self.report_credits(lock)?;
         }
@@ -99,7 +99,7 @@ impl Link {
     /// The large message in progress: copies what it brought (or counts it, received into the
     /// caller's memory), and ends it once all of it was read. False while it is still arriving.
     fn read_large<'w>(&mut self, dst: &mut Cursor<'_>, worker: &'w ucx::Worker, lock: &mut Option<WorkerLock<'w>>) -> Result<bool> {
-        let Some(large) = &mut self.large_rx else { return Ok(true) };
+        let Some(large) = &mut self.rx.large else { return Ok(true) };
         if !large.status.is_done() {
             return Ok(false);
         }
@@ -113,15 +113,15 @@ impl Link {
             large.offset = got;
         } else {
             // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
-            let copied = unsafe { dst.fill_from(&self.bounce[large.offset..got]) };
+            let copied = unsafe { dst.fill_from(&self.rx.bounce[large.offset..got]) };
             large.offset += copied;
         }
         if large.offset == got {
             let lock = lock.get_or_insert_with(|| worker.lock());
-            if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+            if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
                 request.free(lock);
             }
-            self.rx_large_seq += 1;
+            self.rx.large_seq += 1;
             self.consume_head(lock)?;
         }
         Ok(true)
@@ -161,13 +161,13 @@ impl Link {
 
     /// Re-posts the head slot (for the message `slots` later) and moves on to the next one.
     pub(super) fn consume_head(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
-        if let Some(request) = self.requests[self.head].take() {
+        if let Some(request) = self.rx.requests[self.rx.head].take() {
             request.free(lock);
         }
-        self.post(lock, self.head)?;
-        self.head = (self.head + 1) % self.shared.slots.len();
-        self.head_offset = 0;
-        self.rx.on_consumed();
+        self.post(lock, self.rx.head)?;
+        self.rx.head = (self.rx.head + 1) % self.shared.slots.len();
+        self.rx.head_offset = 0;
+        self.rx.credits.on_consumed();
         Ok(())
     }
 
@@ -178,7 +178,7 @@ impl Link {
 
     /// The length of the next BODY if UCX has its first bytes already, validated.
     pub(super) fn body_length(&self, lock: &WorkerLock<'_>) -> Result<Option<usize>> {
-        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx.large_seq);
         let Some(body) = lock.probe_length(tag) else { return Ok(None) };
         let limit = self.body_limit();
         if body == 0 || body > limit {
@@ -214,13 +214,13 @@ impl Link {
         let buffer = match user {
             Some(addr) => addr as *mut u8,
             None => {
-                if self.bounce.len() < capacity {
-                    self.bounce.resize(capacity, 0);
+                if self.rx.bounce.len() < capacity {
+                    self.rx.bounce.resize(capacity, 0);
                 }
-                self.bounce.as_mut_ptr()
+                self.rx.bounce.as_mut_ptr()
             }
         };
-        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx_large_seq);
+        let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx.large_seq);
         // SAFETY: the buffer (caller memory kept alive until the caller saw completion, or the
         // bounce buffer owned by the link) and the boxed completion (and the `Shared` it wakes)
         // stay valid until the receive completes; teardown cancels and waits for it.
@@ -232,14 +232,14 @@ impl Link {
         if user.is_some() {
             stats::count(Counter::LargeReceivesDirect);
         }
-        self.large_rx = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
+        self.rx.large = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
         Ok(())
     }
 
     /// Gives up a BODY receive into caller memory (the connection is closing): cancels it and
     /// waits until UCX no longer references that memory, at most `wait`.
     pub fn abandon_user_rx(&mut self, wait: Duration) {
-        let Some(large) = &self.large_rx else { return };
+        let Some(large) = &self.rx.large else { return };
         if !large.into_user {
             return;
         }
@@ -254,13 +254,13 @@ impl Link {
         while !large.status.is_done() {
             if Instant::now() >= deadline {
                 warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
-                let large = self.large_rx.take();
+                let large = self.rx.large.take();
                 self.leave_to_ucx(large);
                 return;
             }
             lock.progress();
         }
-        if let Some(request) = self.large_rx.take().and_then(|l| l.request) {
+        if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
             request.free(&lock);
         }
     }
@@ -268,18 +268,18 @@ impl Link {
     /// Sends the consumed count to the peer in an active message (one at a time).
     pub(super) fn report_credits(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         let (Some(ep), Some(peer)) = (self.ep.as_ref().and_then(|p| p.ep()), self.peer) else {
-            self.credit_wanted = true;
+            self.credit.wanted = true;
             return Ok(());
         };
         if !self.credit.status.is_done() {
-            self.credit_wanted = true;
+            self.credit.wanted = true;
             return Ok(());
         }
         if let Some(request) = self.credit.request.take() {
             request.free(lock);
         }
-        self.credit_wanted = false;
-        self.credit.header = protocol::encode_credit(peer.id, self.rx.consumed());
+        self.credit.wanted = false;
+        self.credit.header = protocol::encode_credit(peer.id, self.rx.credits.consumed());
         self.credit.status.start();
         let credit = &mut *self.credit;
         // SAFETY: the header and completion live in a box owned by the link until teardown, which
@@ -294,9 +294,9 @@ impl Link {
             }
         }
         if log::log_enabled!(log::Level::Trace) {
-            trace!("link {}: reported {} consumed", self.shared.id, self.rx.consumed());
+            trace!("link {}: reported {} consumed", self.shared.id, self.rx.credits.consumed());
         }
-        self.rx.on_reported();
+        self.rx.credits.on_reported();
         Ok(())
     }
 }

@@ -20,8 +20,8 @@ impl Link {
     /// Whether a write could take at least one byte now; while a blocking write waits for
     /// credits, whether one came.
     pub fn writable(&self) -> bool {
-        if self.credit_wait.is_some_and(|since| since.elapsed() < CREDIT_WAIT) {
-            return self.tx.available() > 0 || self.reported_credit().is_some();
+        if self.tx.credit_wait.is_some_and(|since| since.elapsed() < CREDIT_WAIT) {
+            return self.tx.credits.available() > 0 || self.reported_credit().is_some();
         }
         if self.peer.is_none() {
             return false;
@@ -38,30 +38,30 @@ impl Link {
     /// Whether staging takes more bytes: its unsent bytes are below the send buffer.
     fn staging_has_room(&self) -> bool {
         let unsent = self.unsent_staged();
-        unsent == 0 || unsent < self.send_buffer.max(1)
+        unsent == 0 || unsent < self.tx.send_buffer.max(1)
     }
 
     /// Bytes of staged messages not yet sent: completed sends count as gone even before their
     /// buffers are recycled (when the link is next used).
     fn unsent_staged(&self) -> usize {
-        self.staged.iter().filter(|b| !b.sent()).map(|b| b.data.len()).sum()
+        self.tx.staged.iter().filter(|b| !b.sent()).map(|b| b.data.len()).sum()
     }
 
     /// The consumed count the peer reported since the credits were last taken, if it did.
     fn reported_credit(&self) -> Option<u64> {
         let reported = self.shared.peer_consumed.load(Ordering::Acquire);
-        (reported > self.tx.peer_consumed()).then_some(reported)
+        (reported > self.tx.credits.peer_consumed()).then_some(reported)
     }
 
     /// Messages sent or staged: the count the peer must consume before end of stream.
     pub fn messages_committed(&self) -> u64 {
-        self.tx.sent() + self.staged.iter().filter(|b| !b.posted).count() as u64
+        self.tx.credits.sent() + self.tx.staged.iter().filter(|b| !b.posted).count() as u64
     }
 
     /// Reports every consumed message now (the peer's stream ended, or we close): a closing
     /// peer waits for the full count before it lets its endpoint go.
     pub fn report_all(&mut self) -> Result<()> {
-        if !self.rx.unreported() {
+        if !self.rx.credits.unreported() {
             return Ok(());
         }
         // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
@@ -73,17 +73,17 @@ impl Link {
     /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
     /// discards the peer's unfinished receives of our messages when it does.
     pub fn peer_caught_up(&self) -> bool {
-        self.peer.is_none() || self.tx.peer_consumed() >= self.tx.sent()
+        self.peer.is_none() || self.tx.credits.peer_consumed() >= self.tx.credits.sent()
     }
 
     /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
-        self.staged.iter().all(|b| b.sent()) && self.large_tx.is_none() && self.credit.status.is_done()
+        self.tx.staged.iter().all(|b| b.sent()) && self.tx.large.is_none() && self.credit.status.is_done()
     }
 
     /// The tag of our next slot message.
     pub(super) fn tag(&self, peer: Peer) -> u64 {
-        protocol::make_tag(peer.id, protocol::KIND_SLOT, self.tx.sent())
+        protocol::make_tag(peer.id, protocol::KIND_SLOT, self.tx.credits.sent())
     }
 
     /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
@@ -95,7 +95,7 @@ impl Link {
         // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
         let worker = unsafe { self.worker() };
         let lock = worker.lock();
-        if self.tx.available() == 0 || !self.staged.is_empty() {
+        if self.tx.credits.available() == 0 || !self.tx.staged.is_empty() {
             // Take credits that arrived meanwhile (their callbacks only touch atomics).
             lock.progress();
         }
@@ -104,13 +104,13 @@ impl Link {
         let start = src.moved();
         let large_min = (2 * peer.slot_len).max(LARGE_MIN);
         while src.remaining() > 0 {
-            if self.large_tx.is_some() {
+            if self.tx.large.is_some() {
                 break;
             }
             let message = src.remaining().min(peer.slot_len);
-            let has_unposted = self.staged.back().is_some_and(|b| !b.posted);
-            if !has_unposted && self.tx.available() > 0 {
-                if blocking && self.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
+            let has_unposted = self.tx.staged.back().is_some_and(|b| !b.posted);
+            if !has_unposted && self.tx.credits.available() > 0 {
+                if blocking && self.tx.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
                     if let Some((addr, len)) = src.chunk(peer.max_message) {
                         if len >= large_min && self.send_large(&lock, peer, addr, len)? {
                             src.advance(len);
@@ -125,10 +125,10 @@ impl Link {
                     }
                 }
             }
-            if blocking && self.staged.is_empty() && self.tx.available() == 0 && src.remaining() >= peer.slot_len {
+            if blocking && self.tx.staged.is_empty() && self.tx.credits.available() == 0 && src.remaining() >= peer.slot_len {
                 // Whole slots of a blocking write wait for the peer's credits and then go from
                 // the caller's memory to UCX: staging them would copy every byte once more.
-                let since = *self.credit_wait.get_or_insert_with(Instant::now);
+                let since = *self.tx.credit_wait.get_or_insert_with(Instant::now);
                 if since.elapsed() < CREDIT_WAIT {
                     break;
                 }
@@ -136,12 +136,12 @@ impl Link {
             if !self.stage(src, peer) {
                 break;
             }
-            if self.staged.back().is_some_and(|b| b.data.len() == peer.slot_len) {
+            if self.tx.staged.back().is_some_and(|b| b.data.len() == peer.slot_len) {
                 self.post_staged(&lock)?;
             }
         }
         self.post_staged(&lock)?;
-        if self.tx.available() == 0 && (self.credit_wait.is_some() || self.staged.back().is_some_and(|b| !b.posted)) {
+        if self.tx.credits.available() == 0 && (self.tx.credit_wait.is_some() || self.tx.staged.back().is_some_and(|b| !b.posted)) {
             stats::count(Counter::CreditStalls);
         }
         let written = src.moved() - start;
@@ -165,16 +165,16 @@ impl Link {
             Ok(None) => return Ok(false),
             Err(e) => return Err(send_failed(e)),
         }
-        self.tx.on_sent();
+        self.tx.credits.on_sent();
         let status = Arc::new(Completion::new(waker(&self.shared), false));
-        let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx_large_seq);
-        self.tx_large_seq += 1;
+        let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx.large_seq);
+        self.tx.large_seq += 1;
         // SAFETY: the caller's memory stays valid until the send completed: the blocking writer
         // waits for `user_tx_pending` to clear (teardown closes the endpoint, which completes it).
         let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, false, Some(&status)) };
         match started {
             Ok(Some(Start::Done(()))) | Ok(None) => {}
-            Ok(Some(Start::Pending(request))) => self.large_tx = Some(LargeTx { status, request: Some(request) }),
+            Ok(Some(Start::Pending(request))) => self.tx.large = Some(LargeTx { status, request: Some(request) }),
             Err(e) => return Err(send_failed(e)),
         }
         stats::count(Counter::LargeSendsDirect);
@@ -183,23 +183,23 @@ impl Link {
 
     /// Whether a BODY is being sent from the caller's memory.
     pub fn user_tx_pending(&self) -> bool {
-        self.large_tx.is_some()
+        self.tx.large.is_some()
     }
 
     /// A handle to wait for that send.
     pub fn user_tx_waiter(&self) -> Option<TxWaiter> {
-        self.large_tx.as_ref().map(|l| TxWaiter(l.status.clone()))
+        self.tx.large.as_ref().map(|l| TxWaiter(l.status.clone()))
     }
 
     /// Whether that send completed (then [`Link::finish_user_tx`] releases it).
     pub fn user_tx_done(&self) -> bool {
-        self.large_tx.as_ref().map_or(true, |l| l.status.is_done())
+        self.tx.large.as_ref().map_or(true, |l| l.status.is_done())
     }
 
     /// Gives up on a BODY send the peer will never take (it is gone): the request and its
     /// status stay allocated in case UCX still completes it.
     pub fn abandon_user_tx(&mut self) {
-        if let Some(large) = self.large_tx.take() {
+        if let Some(large) = self.tx.large.take() {
             warn!("link {}: a send from the caller's memory did not end in time; leaving it to UCX", self.shared.id);
             self.leave_to_ucx(large);
         }
@@ -217,7 +217,7 @@ impl Link {
         if !self.user_tx_done() {
             return Ok(());
         }
-        let Some(large) = self.large_tx.take() else { return Ok(()) };
+        let Some(large) = self.tx.large.take() else { return Ok(()) };
         let status = large.status.status();
         if let Some(request) = large.request {
             let worker = self.lane.worker.clone();
@@ -239,7 +239,7 @@ impl Link {
         let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, None) };
         match started {
             Ok(Some(Start::Done(()))) => {
-                self.tx.on_sent();
+                self.tx.credits.on_sent();
                 Ok(true)
             }
             Ok(Some(Start::Pending(request))) => {
@@ -248,7 +248,7 @@ impl Link {
                 debug!("UCX returned a pending request for an immediate send");
                 lock.complete(&request);
                 request.free(lock);
-                self.tx.on_sent();
+                self.tx.credits.on_sent();
                 Ok(true)
             }
             Ok(None) => Ok(false),
@@ -261,10 +261,10 @@ impl Link {
     /// copying it (the kernel does), but packs one from a [`ucx::Source`] into its own buffers
     /// first: staging and then UCX's send from there is faster for it.
     fn sends_direct(&mut self) -> bool {
-        if self.direct_sends.is_none() && self.ep.as_ref().is_some_and(|p| p.ep().is_some()) {
-            self.direct_sends = Some(self.over_shared_memory());
+        if self.tx.direct.is_none() && self.ep.as_ref().is_some_and(|p| p.ep().is_some()) {
+            self.tx.direct = Some(self.over_shared_memory());
         }
-        self.direct_sends == Some(true)
+        self.tx.direct == Some(true)
     }
 
     /// Sends one slot message from the caller's memory, which UCX copies into the peer's ring if
@@ -276,7 +276,7 @@ impl Link {
             return Ok(false);
         }
         let tag = self.tag(peer);
-        let mut buf = fresh_buf(&mut self.spare, &self.shared, peer);
+        let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
         buf.source.point_at(addr as *const u8, len);
         // SAFETY: the source points at caller memory valid for this call; if UCX keeps the send,
         // it is pointed at the boxed copy below before this returns (under the worker's lock),
@@ -294,44 +294,44 @@ impl Link {
                 buf.source.point_at(buf.data.as_ptr(), len);
                 buf.posted = true;
                 buf.request = Some(request);
-                self.staged_bytes += len;
-                self.staged.push_back(buf);
+                self.tx.staged_bytes += len;
+                self.tx.staged.push_back(buf);
             }
             Err(e) => {
                 buf.status.finish();
                 return Err(send_failed(e));
             }
         }
-        self.tx.on_sent();
+        self.tx.credits.on_sent();
         Ok(true)
     }
 
     /// Keeps a buffer whose send is over for the next one (two at most).
     fn keep_spare(&mut self, buf: Box<SendBuf>) {
-        if self.spare.len() < 2 {
-            self.spare.push(buf);
+        if self.tx.spare.len() < 2 {
+            self.tx.spare.push(buf);
         }
     }
 
     /// Copies bytes from `src` into staging; `false` if the send buffer is full.
     pub(super) fn stage(&mut self, src: &mut Cursor<'_>, peer: Peer) -> bool {
-        if let Some(tail) = self.staged.back_mut() {
+        if let Some(tail) = self.tx.staged.back_mut() {
             if !tail.posted && tail.data.len() < peer.slot_len {
                 let room = peer.slot_len - tail.data.len();
                 // SAFETY: the source regions are caller memory valid for this call.
                 let copied = unsafe { src.drain_append(&mut tail.data, room) };
-                self.staged_bytes += copied;
+                self.tx.staged_bytes += copied;
                 return true;
             }
         }
-        if !self.staged.is_empty() && self.staged_bytes + peer.slot_len > self.send_buffer {
+        if !self.tx.staged.is_empty() && self.tx.staged_bytes + peer.slot_len > self.tx.send_buffer {
             return false;
         }
-        let mut buf = fresh_buf(&mut self.spare, &self.shared, peer);
+        let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
         // SAFETY: the source regions are caller memory valid for this call.
         let copied = unsafe { src.drain_append(&mut buf.data, peer.slot_len) };
-        self.staged_bytes += copied;
-        self.staged.push_back(buf);
+        self.tx.staged_bytes += copied;
+        self.tx.staged.push_back(buf);
         true
     }
 
@@ -339,10 +339,10 @@ impl Link {
     pub(super) fn post_staged(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         let Some(peer) = self.peer else { return Ok(()) };
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(()) };
-        let mut index = self.staged.iter().position(|b| !b.posted).unwrap_or(self.staged.len());
-        while index < self.staged.len() && self.tx.available() > 0 {
+        let mut index = self.tx.staged.iter().position(|b| !b.posted).unwrap_or(self.tx.staged.len());
+        while index < self.tx.staged.len() && self.tx.credits.available() > 0 {
             let tag = self.tag(peer);
-            let buf = &mut self.staged[index];
+            let buf = &mut self.tx.staged[index];
             // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
             // completed (or teardown closed the endpoint, which completes it).
             let started = unsafe { ep.tag_send(lock, buf.data.as_ptr(), buf.data.len(), tag, false, Some(&buf.status)) };
@@ -355,7 +355,7 @@ impl Link {
                     return Err(send_failed(e));
                 }
             }
-            self.tx.on_sent();
+            self.tx.credits.on_sent();
             index += 1;
         }
         self.recycle(lock);
@@ -364,32 +364,32 @@ impl Link {
 
     /// Bytes waiting in staging buffers (not yet sent), and the credits left for sending.
     pub fn tx_backlog(&self) -> (usize, u64) {
-        (self.unsent_staged(), self.tx.available())
+        (self.unsent_staged(), self.tx.credits.available())
     }
 
     /// Until when a blocking writer waits for a credit rather than stage (see [`CREDIT_WAIT`]).
     pub fn credit_deadline(&self) -> Option<Instant> {
-        self.credit_wait.map(|since| since + CREDIT_WAIT)
+        self.tx.credit_wait.map(|since| since + CREDIT_WAIT)
     }
 
     /// Returns completed staging buffers to the spare list.
     pub(super) fn recycle(&mut self, lock: &WorkerLock<'_>) {
         let mut i = 0;
-        while i < self.staged.len() {
-            let buf = &self.staged[i];
+        while i < self.tx.staged.len() {
+            let buf = &self.tx.staged[i];
             if buf.sent() {
-                if let Some(mut buf) = self.staged.remove(i) {
+                if let Some(mut buf) = self.tx.staged.remove(i) {
                     if let Some(request) = buf.request.take() {
                         request.free(lock);
                     }
-                    self.staged_bytes -= buf.data.len();
+                    self.tx.staged_bytes -= buf.data.len();
                     self.keep_spare(buf);
                 }
             } else {
                 i += 1;
             }
         }
-        if self.staged.is_empty() {
+        if self.tx.staged.is_empty() {
             self.shared.tx_wanted.store(false, Ordering::Relaxed);
         }
     }
@@ -405,11 +405,11 @@ impl Link {
 
     pub(super) fn flush_locked(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         if let Some(reported) = self.reported_credit() {
-            self.tx.on_consumed(reported)?;
-            self.credit_wait = None;
+            self.tx.credits.on_consumed(reported)?;
+            self.tx.credit_wait = None;
         }
         self.post_staged(lock)?;
-        if self.credit_wanted {
+        if self.credit.wanted {
             self.report_credits(lock)?;
         }
         Ok(())
