@@ -249,10 +249,10 @@ impl Conn {
                 }
             }
             Action::Switched => {
-                let shared_memory = state.link.as_ref().is_some_and(Link::over_shared_memory);
+                let shared_memory = state.link.as_ref().is_some_and(|l| l.over_shared_memory());
                 stats::count(if shared_memory { Counter::UpgradesSharedMemory } else { Counter::UpgradesNetwork });
                 if log_enabled!(Level::Info) {
-                    let over = state.link.as_ref().map_or_else(String::new, Link::path_words);
+                    let over = state.link.as_ref().map_or_else(String::new, |l| l.path_words());
                     info!("connection {} {}: upgraded to UCX{over}", self.serial, Self::peer_label(state.role, state.tcp.remote));
                 }
                 self.watch_liveness(state);

@@ -570,7 +570,7 @@ impl Hub {
                 return true;
             }
             // The peer is not coming back: what UCX still references stays with the worker (see
-            // `Link::drop`), which is not kept for reuse.
+            // `Parts::drop`), which is not kept for reuse.
             link.lane().mark_lost();
             false
         });
@@ -611,7 +611,8 @@ impl Hub {
     /// Dispatches the events of every nested hub if a nested hub's events are owed; true if
     /// some are still owed (another thread still leads that hub).
     pub(super) fn settle_nested_owed(&self) -> bool {
-        if !self.waiting.nested_owed.swap(false, Ordering::Relaxed) {
+        // A load first: this runs at every round of a leader's loop, and owes nothing nearly always.
+        if !self.waiting.nested_owed.load(Ordering::Relaxed) || !self.waiting.nested_owed.swap(false, Ordering::Relaxed) {
             return false;
         }
         let nested: Vec<Arc<Hub>> = self.nested.with(|nested| nested.iter().map(|(h, _)| h.clone()).collect());

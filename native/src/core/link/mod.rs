@@ -31,6 +31,7 @@ mod slot_memory;
 mod tx;
 
 use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +41,7 @@ use log::debug;
 use self::slot_memory::SlotMemory;
 use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
+use super::iov::Cursor;
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
 use crate::ucx::{self, Completion, Request, Start, Wake, WorkerLock};
@@ -95,7 +97,7 @@ impl Wake for Shared {
     /// busy connection is soon: touching the link for it would cost an event (the connection's
     /// state, its keys) per message where the peer's receive queue is full and sends queue in UCX.
     fn wake_on_demand(&self) {
-        // Pairs with the fence in `Link::writable`: either the waiter sees the send done, or
+        // Pairs with the fence in `Parts::writable`: either the waiter sees the send done, or
         // this sees that it waits.
         std::sync::atomic::fence(Ordering::SeqCst);
         if self.tx_wanted.load(Ordering::Relaxed) {
@@ -147,7 +149,7 @@ impl Shared {
 
 /// A staging buffer: bytes copied from the application, waiting for credits or for UCX; or a
 /// send from the application's memory that UCX is packing or had to queue (see
-/// [`Link::send_direct`]).
+/// [`Parts::send_direct`]).
 struct SendBuf {
     status: Completion,
     data: Vec<u8>,
@@ -232,7 +234,60 @@ const DROP_WAIT: Duration = Duration::from_millis(100);
 /// How long a teardown waits for cancelled receives before leaving them to the hub.
 const TEARDOWN_WAIT: Duration = Duration::from_millis(50);
 
+/// A connection's UCX half: its parts, and the worker whose lock the calls that move messages
+/// take while they change them (a field of its own, so that the lock and the parts are borrowed
+/// side by side). Everything else is asked of the parts ([`Parts`], through `Deref`).
 pub struct Link {
+    worker: Arc<ucx::Worker>,
+    parts: Parts,
+}
+
+impl Deref for Link {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.parts
+    }
+}
+
+impl DerefMut for Link {
+    fn deref_mut(&mut self) -> &mut Parts {
+        &mut self.parts
+    }
+}
+
+impl Link {
+    /// Copies received bytes into `dst` (see [`Parts::read_with`]).
+    pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
+        self.parts.read_with(&self.worker, dst, allow_user)
+    }
+
+    /// Writes from `src` (see [`Parts::write_locked`]).
+    pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
+        let lock = self.worker.lock();
+        self.parts.write_locked(&lock, src, blocking)
+    }
+
+    /// Takes credits the peer returned, posts staged data, recycles completed sends and sends a
+    /// credit report that had to wait. Called after progress touched this link.
+    pub fn flush(&mut self) -> Result<()> {
+        let lock = self.worker.lock();
+        self.parts.flush_locked(&lock)
+    }
+
+    /// Reports every consumed message now (the peer's stream ended, or we close): a closing
+    /// peer waits for the full count before it lets its endpoint go.
+    pub fn report_all(&mut self) -> Result<()> {
+        if !self.parts.rx.credits.unreported() {
+            return Ok(());
+        }
+        let lock = self.worker.lock();
+        self.parts.report_credits(&lock)
+    }
+}
+
+/// What a link holds: the peer, the receiving and the sending half, the credit report.
+pub struct Parts {
     shared: Arc<Shared>,
     lane: Arc<Lane>,
     slot_len: usize,
@@ -270,7 +325,7 @@ struct Sending {
     /// into staging.
     credit_wait: Option<Instant>,
     /// Whether slot messages go from the caller's memory through a [`ucx::Source`] (over shared
-    /// memory; see [`Link::send_direct`]); known once the endpoint is.
+    /// memory; see [`Parts::send_direct`]); known once the endpoint is.
     direct: Option<bool>,
     spare: Vec<Box<SendBuf>>,
     large: Option<LargeTx>,
@@ -305,7 +360,7 @@ impl Link {
             request: None,
             wanted: false,
         });
-        let mut link = Link {
+        let mut link = Parts {
             shared,
             lane,
             slot_len,
@@ -336,13 +391,17 @@ impl Link {
             credit,
         };
         let worker = link.lane.worker.clone();
-        let lock = worker.lock();
-        for slot in 0..count {
-            link.post(&lock, slot)?;
+        {
+            let lock = worker.lock();
+            for slot in 0..count {
+                link.post(&lock, slot)?;
+            }
         }
-        Ok(link)
+        Ok(Link { worker, parts: link })
     }
+}
 
+impl Parts {
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
@@ -366,18 +425,6 @@ impl Link {
             max_message: MAX_LARGE_MESSAGE.max(self.slot_len) as u32,
             worker_address: self.lane.worker.address().to_vec(),
         }
-    }
-
-    /// The lane's worker, for a method that holds the worker's lock while it changes the rest of
-    /// the link. Cloning the `Arc` instead costs two atomic operations per call on a count that
-    /// every channel of the lane shares.
-    ///
-    /// # Safety
-    /// The reference must not outlive `self`: `lane` is set once, in [`Link::new`], and keeps the
-    /// worker alive as long as the link lives.
-    unsafe fn worker<'a>(&self) -> &'a ucx::Worker {
-        // SAFETY: as the caller promises.
-        unsafe { &*Arc::as_ptr(&self.lane.worker) }
     }
 
     /// Posts `slot` for the next slot message in sequence.
@@ -495,7 +542,7 @@ impl Link {
     /// Releases what UCX references: cancels the posted receives, discards messages that
     /// arrived for this connection but were never matched, and frees completed requests. Returns
     /// false while requests are still in flight (the hub keeps the link until
-    /// [`Link::finish_teardown`] succeeds); the shared endpoint stays open for other connections.
+    /// [`Parts::finish_teardown`] succeeds); the shared endpoint stays open for other connections.
     ///
     /// A receive that is already matched cannot be cancelled: it completes when the rest of its
     /// message arrives or the endpoint fails. Waiting for it is bounded so that a dead peer does
@@ -586,7 +633,7 @@ impl Link {
     }
 }
 
-impl Drop for Link {
+impl Drop for Parts {
     fn drop(&mut self) {
         if self.rx.requests.iter().any(Option::is_some) || self.rx.large.is_some() {
             self.teardown();

@@ -16,7 +16,7 @@ use super::*;
 /// receives the BODY into the bounce buffer.
 const BODY_LOOKS: usize = 4;
 
-impl Link {
+impl Parts {
     // --- receiving ----------------------------------------------------------------------------
 
     /// Whether a read would return bytes (or make progress on a BODY).
@@ -33,7 +33,7 @@ impl Link {
     }
 
     /// Whether a BODY is being received into the caller's memory (the caller must wait for it
-    /// before returning, see [`Link::large_rx_done`]).
+    /// before returning, see [`Parts::large_rx_done`]).
     pub fn user_rx_pending(&self) -> bool {
         self.rx.large.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
     }
@@ -45,12 +45,10 @@ impl Link {
 
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
     /// With `allow_user`, a large message may be received straight into `dst` (the call then
-    /// returns 0 with [`Link::user_rx_pending`] set, and the caller waits and calls again with the
-    /// same cursor).
-    pub fn read(&mut self, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
+    /// returns 0 with [`Parts::user_rx_pending`] set, and the caller waits and calls again with
+    /// the same cursor). `worker`'s lock is taken only where UCX is called.
+    pub(super) fn read_with(&mut self, worker: &ucx::Worker, dst: &mut Cursor<'_>, allow_user: bool) -> Result<usize> {
         let start = dst.moved();
-        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
-        let worker = unsafe { self.worker() };
         let mut lock = None;
         while dst.remaining() > 0 {
             if self.rx.large.is_some() {

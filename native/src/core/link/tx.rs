@@ -13,7 +13,7 @@ use crate::ucx::{self, Completion, Start, WorkerLock};
 
 use super::*;
 
-impl Link {
+impl Parts {
     // --- sending ------------------------------------------------------------------------------
 
 
@@ -58,18 +58,6 @@ impl Link {
         self.tx.credits.sent() + self.tx.staged.iter().filter(|b| !b.posted).count() as u64
     }
 
-    /// Reports every consumed message now (the peer's stream ended, or we close): a closing
-    /// peer waits for the full count before it lets its endpoint go.
-    pub fn report_all(&mut self) -> Result<()> {
-        if !self.rx.credits.unreported() {
-            return Ok(());
-        }
-        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
-        let worker = unsafe { self.worker() };
-        let lock = worker.lock();
-        self.report_credits(&lock)
-    }
-
     /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
     /// discards the peer's unfinished receives of our messages when it does.
     pub fn peer_caught_up(&self) -> bool {
@@ -88,18 +76,15 @@ impl Link {
 
     /// Writes from `src`; returns how many bytes were sent or staged (possibly 0). With
     /// `blocking`, a large piece may be sent straight from the caller's memory: the call then
-    /// returns with [`Link::user_tx_pending`] set and the caller must wait for it; and whole
-    /// slots that find no credit are left in `src` ([`Link::writable`] says when to go on).
-    pub fn write(&mut self, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
+    /// returns with [`Parts::user_tx_pending`] set and the caller must wait for it; and whole
+    /// slots that find no credit are left in `src` ([`Parts::writable`] says when to go on).
+    pub(super) fn write_locked(&mut self, lock: &WorkerLock<'_>, src: &mut Cursor<'_>, blocking: bool) -> Result<usize> {
         let Some(peer) = self.peer else { return Ok(0) };
-        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
-        let worker = unsafe { self.worker() };
-        let lock = worker.lock();
         if self.tx.credits.available() == 0 || !self.tx.staged.is_empty() {
             // Take credits that arrived meanwhile (their callbacks only touch atomics).
             lock.progress();
         }
-        self.flush_locked(&lock)?;
+        self.flush_locked(lock)?;
         let direct = self.sends_direct();
         let start = src.moved();
         let large_min = (2 * peer.slot_len).max(LARGE_MIN);
@@ -112,14 +97,14 @@ impl Link {
             if !has_unposted && self.tx.credits.available() > 0 {
                 if blocking && self.tx.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
                     if let Some((addr, len)) = src.chunk(peer.max_message) {
-                        if len >= large_min && self.send_large(&lock, peer, addr, len)? {
+                        if len >= large_min && self.send_large(lock, peer, addr, len)? {
                             src.advance(len);
                             continue;
                         }
                     }
                 }
                 if let Some((addr, len)) = src.chunk(message) {
-                    if len == message && (self.send_immediate(&lock, peer, addr, len)? || (direct && self.send_direct(&lock, peer, addr, len)?)) {
+                    if len == message && (self.send_immediate(lock, peer, addr, len)? || (direct && self.send_direct(lock, peer, addr, len)?)) {
                         src.advance(len);
                         continue;
                     }
@@ -137,10 +122,10 @@ impl Link {
                 break;
             }
             if self.tx.staged.back().is_some_and(|b| b.data.len() == peer.slot_len) {
-                self.post_staged(&lock)?;
+                self.post_staged(lock)?;
             }
         }
-        self.post_staged(&lock)?;
+        self.post_staged(lock)?;
         if self.tx.credits.available() == 0 && (self.tx.credit_wait.is_some() || self.tx.staged.back().is_some_and(|b| !b.posted)) {
             stats::count(Counter::CreditStalls);
         }
@@ -191,7 +176,7 @@ impl Link {
         self.tx.large.as_ref().map(|l| TxWaiter(l.status.clone()))
     }
 
-    /// Whether that send completed (then [`Link::finish_user_tx`] releases it).
+    /// Whether that send completed (then [`Parts::finish_user_tx`] releases it).
     pub fn user_tx_done(&self) -> bool {
         self.tx.large.as_ref().map_or(true, |l| l.status.is_done())
     }
@@ -256,7 +241,7 @@ impl Link {
         }
     }
 
-    /// Whether slot messages that UCX cannot complete at once go through [`Link::send_direct`]:
+    /// Whether slot messages that UCX cannot complete at once go through [`Parts::send_direct`]:
     /// over shared memory. UCX's TCP transport sends a message from contiguous memory without
     /// copying it (the kernel does), but packs one from a [`ucx::Source`] into its own buffers
     /// first: staging and then UCX's send from there is faster for it.
@@ -392,15 +377,6 @@ impl Link {
         if self.tx.staged.is_empty() {
             self.shared.tx_wanted.store(false, Ordering::Relaxed);
         }
-    }
-
-    /// Takes credits the peer returned, posts staged data, recycles completed sends and sends a
-    /// credit report that had to wait. Called after progress touched this link.
-    pub fn flush(&mut self) -> Result<()> {
-        // SAFETY: `worker` and the lock taken from it are dropped before this method returns.
-        let worker = unsafe { self.worker() };
-        let lock = worker.lock();
-        self.flush_locked(&lock)
     }
 
     pub(super) fn flush_locked(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
