@@ -241,6 +241,10 @@ pub fn read<W: Wire>(
                 read.blocked = true;
                 return Ok(read);
             }
+            Err(Failure::Io(e)) => {
+                neg.on_reset()?;
+                return Err(Failure::Io(e));
+            }
             Err(e) => return Err(e),
         }
     }

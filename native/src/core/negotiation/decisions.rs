@@ -151,16 +151,27 @@ impl Negotiation {
                 self.learned(Outcome::Short);
                 self.decide_plain(TcpReason::Other, "the peer closed before the upgrade");
             }
-            // A client that offered, wrote application bytes and closed before its mark: one
-            // without a secret (it fails at our ACCEPT-AUTH and shuts its output down). A client
-            // with one holds its bytes until the answer came; one that only connected and closed
-            // wrote none, and its end is an ordinary end.
-            Stage::Accepted if self.policy.secret.is_some() && self.peer.raw_read > 0 => {
-                return self.fail(Error::new(Status::Protocol, PEER_CLOSED_UNPROVEN));
-            }
+            _ if self.unproven_writer() => return self.fail(Error::new(Status::Protocol, PEER_CLOSED_UNPROVEN)),
             _ => {}
         }
         Ok(())
+    }
+
+    /// The peer's TCP stream broke (a reset): an error that names the secret where the peer is a
+    /// client without one (see [`Negotiation::on_eof`]), which fails at our answer and may close
+    /// with a reset; otherwise the socket's error stands.
+    pub fn on_reset(&mut self) -> Result<()> {
+        if self.unproven_writer() {
+            return self.fail(Error::new(Status::Protocol, PEER_CLOSED_UNPROVEN));
+        }
+        Ok(())
+    }
+
+    /// Server with a secret: the client offered, wrote application bytes and has not marked. A
+    /// client without a secret does that (it fails at our ACCEPT-AUTH and closes); one with a
+    /// secret holds its bytes until the answer came, and one that only connected wrote none.
+    fn unproven_writer(&self) -> bool {
+        matches!(self.stage, Stage::Accepted) && self.policy.secret.is_some() && self.peer.raw_read > 0
     }
 
     /// What this side holds of the peer's bytes before its mark (raw bytes it may not deliver

@@ -225,6 +225,20 @@ fn a_server_that_requires_a_secret_fails_when_what_it_holds_fills() {
     panic!("the server still waits, holding {} bytes", rx.inbox.len());
 }
 
+/// A client without the secret fails at the server's ACCEPT-AUTH and may close with a reset: the
+/// server's error then names the secret, not the reset. Before the client wrote a byte, a reset
+/// stays a reset.
+#[test]
+fn a_reset_from_a_client_that_wrote_without_the_secret_names_the_secret() {
+    let now = Instant::now();
+    let mut neg = Negotiation::new(policy(Role::Server, Some(b"s"), 11));
+    neg.on_mark(crate::core::protocol::URGENT_OFFER, true, now).unwrap();
+    assert!(neg.on_reset().is_ok(), "no byte came: the reset stands");
+    neg.on_raw(100);
+    let Err(error) = neg.on_reset() else { panic!("the reset of a client that wrote without the secret passed") };
+    assert!(error.message.contains("the peer has no shared secret"), "{error}");
+}
+
 #[test]
 fn a_side_without_upgrade_talks_plain_tcp_to_a_hadronio_side() {
     for seed in 0..100 {
