@@ -8,13 +8,13 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::Instant;
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Upgrade};
 use hadronio::core::conn::Conn;
 use hadronio::core::iov::Region;
 use hadronio::core::listener::Listener;
 
-fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+fn region(buf: &mut [u8]) -> [Region<'_>; 1] {
+    [Region::of(buf)]
 }
 
 fn exchange(conn: &Conn, buf: &mut [u8], first: bool) {
@@ -44,7 +44,7 @@ fn echo(server: std::sync::Arc<Conn>, size: usize, count: usize) {
 fn main() {
     hadronio::initialize();
     // The example measures the UCX path wherever UCX goes, software RDMA devices included.
-    Settings::install(Settings { software_rdma: true, ..Settings::default() });
+    Settings::install(Settings { upgrade: Upgrade { software_rdma: true, ..Settings::default().upgrade }, ..Settings::default() });
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let count: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200_000);

@@ -12,8 +12,8 @@ use hadronio::core::listener::Listener;
 use hadronio::core::readiness::OP_READ;
 use hadronio::core::selector::{Selector, Target};
 
-fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+fn region(buf: &mut [u8]) -> [Region<'_>; 1] {
+    [Region::of(buf)]
 }
 
 fn side(conn: Arc<Conn>, size: usize, rounds: usize, first: bool) -> Duration {

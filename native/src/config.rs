@@ -20,20 +20,39 @@ pub struct Settings {
     pub spin_ns: u64,
     /// How long a closed connection keeps delivering already written data, in milliseconds.
     pub linger_ms: u64,
-    /// Whether to upgrade connections to UCX at all (false: plain TCP only).
-    pub ucx: bool,
     /// How long an upgraded connection's control socket may hear nothing from the peer's kernel
     /// before the connection fails, in milliseconds (TCP keepalive and `TCP_USER_TIMEOUT`; 0:
     /// the kernel's defaults).
     pub liveness_ms: u64,
     /// Whether sockets are dual-stack IPv6 sockets.
     pub ipv6: bool,
+    /// The UCX workers blocking channels use.
+    pub workers: Workers,
+    /// Which connections upgrade to UCX, and how.
+    pub upgrade: Upgrade,
+}
+
+/// The UCX workers blocking channels use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workers {
     /// How many UCX workers of closed blocking channels are kept for reuse.
-    pub spare_workers: usize,
+    pub spare: usize,
     /// How many UCX workers the channels used in blocking mode share at most (one each until
     /// there are that many; after that a new channel joins the one with the fewest channels).
     /// Unless set, twice the cores this process may use, 4 to 16 (see [`automatic_blocking_workers`]).
-    pub blocking_workers: usize,
+    pub blocking: usize,
+}
+
+/// Which connections upgrade to UCX, and how they agree on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upgrade {
+    /// Whether to upgrade connections to UCX at all (false: plain TCP only).
+    pub ucx: bool,
+    /// Which connections may upgrade (`hadronio.rules`).
+    pub rules: Rules,
+    /// Whether a connection upgrades where UCX reaches the peer only through a software RDMA
+    /// device (Soft-RoCE, soft-iWARP), which moves data more slowly than the kernel's TCP.
+    pub software_rdma: bool,
     /// Shared secret both sides of an upgrade must prove (none: no authentication).
     pub secret: Option<Secret>,
     /// With a secret: how long a client holds its bytes waiting for a hadroNIO server's answer
@@ -41,12 +60,7 @@ pub struct Settings {
     pub offer_ms: u64,
     /// Without a secret: how long after connecting a client that wrote once starts the upgrade
     /// (its second write starts it at once), in milliseconds; 0: at once.
-    pub upgrade_delay_ms: u64,
-    /// Which connections may upgrade (`hadronio.rules`).
-    pub rules: Rules,
-    /// Whether a connection upgrades where UCX reaches the peer only through a software RDMA
-    /// device (Soft-RoCE, soft-iWARP), which moves data more slowly than the kernel's TCP.
-    pub software_rdma: bool,
+    pub delay_ms: u64,
 }
 
 impl Default for Settings {
@@ -57,16 +71,17 @@ impl Default for Settings {
             send_buffer: 256 * 1024,
             spin_ns: 50_000,
             linger_ms: 30_000,
-            ucx: true,
             liveness_ms: 30_000,
             ipv6: crate::net::socket::ipv6_available(),
-            spare_workers: 4,
-            blocking_workers: automatic_blocking_workers(),
-            secret: None,
-            offer_ms: 200,
-            upgrade_delay_ms: 20,
-            rules: Rules::default(),
-            software_rdma: false,
+            workers: Workers { spare: 4, blocking: automatic_blocking_workers() },
+            upgrade: Upgrade {
+                ucx: true,
+                rules: Rules::default(),
+                software_rdma: false,
+                secret: None,
+                offer_ms: 200,
+                delay_ms: 20,
+            },
         }
     }
 }
@@ -124,19 +139,23 @@ impl Settings {
             send_buffer: range(2, 0, 1 << 30)? as u32,
             spin_ns: range(3, 0, 10_000_000)? as u64,
             linger_ms: range(4, 0, 3_600_000)? as u64,
-            ucx: range(5, 0, 1)? == 1,
             ipv6: range(6, 0, 1)? == 1,
             liveness_ms: range(7, 0, 86_400_000)? as u64,
-            spare_workers: range(8, 0, 64)? as usize,
-            secret: secret.and_then(Secret::new),
-            offer_ms: range(9, 0, 60_000)? as u64,
-            blocking_workers: match range(10, 0, 4096)? {
-                0 => automatic_blocking_workers(),
-                set => set as usize,
+            workers: Workers {
+                spare: range(8, 0, 64)? as usize,
+                blocking: match range(10, 0, 4096)? {
+                    0 => automatic_blocking_workers(),
+                    set => set as usize,
+                },
             },
-            upgrade_delay_ms: range(11, 0, 60_000)? as u64,
-            rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
-            software_rdma: range(12, 0, 1)? == 1,
+            upgrade: Upgrade {
+                ucx: range(5, 0, 1)? == 1,
+                rules: Rules::parse(rules).map_err(|e| format!("hadronio.rules='{rules}': {e}"))?,
+                software_rdma: range(12, 0, 1)? == 1,
+                secret: secret.and_then(Secret::new),
+                offer_ms: range(9, 0, 60_000)? as u64,
+                delay_ms: range(11, 0, 60_000)? as u64,
+            },
         })
     }
 
@@ -155,14 +174,15 @@ impl Settings {
         note(self.send_buffer != default.send_buffer, "sendBufferLength", self.send_buffer.to_string());
         note(self.spin_ns != default.spin_ns, "spinMicros", (self.spin_ns / 1000).to_string());
         note(self.linger_ms != default.linger_ms, "lingerMillis", self.linger_ms.to_string());
-        note(self.ucx != default.ucx, "transport", String::from(if self.ucx { "ucx" } else { "tcp" }));
+        let (upgrade, usual) = (&self.upgrade, &default.upgrade);
+        note(upgrade.ucx != usual.ucx, "transport", String::from(if upgrade.ucx { "ucx" } else { "tcp" }));
         note(self.liveness_ms != default.liveness_ms, "livenessMillis", self.liveness_ms.to_string());
-        note(self.spare_workers != default.spare_workers, "spareWorkers", self.spare_workers.to_string());
-        note(self.blocking_workers != default.blocking_workers, "blockingWorkers", self.blocking_workers.to_string());
-        note(self.secret.is_some(), "secret", String::from("(set)"));
-        note(self.offer_ms != default.offer_ms, "offerMillis", self.offer_ms.to_string());
-        note(self.upgrade_delay_ms != default.upgrade_delay_ms, "upgradeDelayMillis", self.upgrade_delay_ms.to_string());
-        note(self.software_rdma != default.software_rdma, "softwareRdma", self.software_rdma.to_string());
+        note(self.workers.spare != default.workers.spare, "spareWorkers", self.workers.spare.to_string());
+        note(self.workers.blocking != default.workers.blocking, "blockingWorkers", self.workers.blocking.to_string());
+        note(upgrade.secret.is_some(), "secret", String::from("(set)"));
+        note(upgrade.offer_ms != usual.offer_ms, "offerMillis", upgrade.offer_ms.to_string());
+        note(upgrade.delay_ms != usual.delay_ms, "upgradeDelayMillis", upgrade.delay_ms.to_string());
+        note(upgrade.software_rdma != usual.software_rdma, "softwareRdma", upgrade.software_rdma.to_string());
         changes
     }
 
@@ -202,12 +222,11 @@ mod tests {
         let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
-        assert_eq!(s.spare_workers, 4);
-        assert_eq!(s.blocking_workers, 2);
-        assert_eq!(s.upgrade_delay_ms, 5);
-        assert!(s.ucx && !s.ipv6 && s.software_rdma);
-        assert!(s.secret.is_some());
-        assert!(Settings::from_values(&good, Some(b""), "").unwrap().secret.is_none());
+        assert_eq!(s.workers, Workers { spare: 4, blocking: 2 });
+        assert_eq!(s.upgrade.delay_ms, 5);
+        assert!(s.upgrade.ucx && !s.ipv6 && s.upgrade.software_rdma);
+        assert!(s.upgrade.secret.is_some());
+        assert!(Settings::from_values(&good, Some(b""), "").unwrap().upgrade.secret.is_none());
         let mut bad = good;
         bad[0] = 1;
         assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("slots = 1"));
@@ -232,7 +251,7 @@ mod tests {
         assert!(Settings::from_values(&good[..3], None, "").is_err());
         let mut automatic = good;
         automatic[10] = 0;
-        let workers = Settings::from_values(&automatic, None, "").unwrap().blocking_workers;
+        let workers = Settings::from_values(&automatic, None, "").unwrap().workers.blocking;
         assert_eq!(workers, automatic_blocking_workers());
         let cores = std::thread::available_parallelism().unwrap().get();
         assert!((4..=16).contains(&workers) && workers >= (2 * cores).min(16), "{workers} workers for {cores} cores");

@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::SocketAddr;
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Upgrade};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
@@ -116,7 +116,7 @@ fn one_request(listener: &Listener, addr: SocketAddr) -> (Vec<(&'static str, u64
 fn a_connection_that_stays_on_tcp_allocates_little() {
     // A client's mark waits for its second write or a minute: each connection here carries one
     // request however slow the machine, so every one ends before its upgrade.
-    assert!(Settings::install(Settings { upgrade_delay_ms: 60_000, ..Settings::default() }));
+    assert!(Settings::install(Settings { upgrade: Upgrade { delay_ms: 60_000, ..Settings::default().upgrade }, ..Settings::default() }));
     let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 64).unwrap();
     let addr = listener.local_addr().unwrap().unwrap();

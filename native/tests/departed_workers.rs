@@ -7,14 +7,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use hadronio::config::settings;
-use hadronio::config::Settings;
+use hadronio::config::{Settings, Workers};
 use hadronio::core::hub::Hub;
 use hadronio::core::listener::Listener;
 use common::{close_pair, connected_to};
 
 #[test]
 fn endpoints_to_departed_workers_are_closed() {
-    assert!(Settings::install(Settings { spare_workers: 0, ..Settings::default() }));
+    assert!(Settings::install(Settings { workers: Workers { spare: 0, ..Settings::default().workers }, ..Settings::default() }));
     let hub = Hub::new(settings(), true).unwrap();
     let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse().unwrap(), 16).unwrap();

@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Upgrade};
 use hadronio::core::readiness::OP_READ;
 use hadronio::core::selector::{Selector, Target};
 use common::{connected_pair, region};
@@ -21,7 +21,7 @@ const ROUNDS: usize = 2_000;
 fn a_second_selector_sees_every_event_of_the_nested_hub() {
     // Plain TCP and no busy-polling: the selecting thread goes to sleep at once, so that an event
     // the nested hub's set holds back would keep it asleep.
-    assert!(Settings::install(Settings { ucx: false, spin_ns: 0, ..Settings::default() }));
+    assert!(Settings::install(Settings { upgrade: Upgrade { ucx: false, ..Settings::default().upgrade }, spin_ns: 0, ..Settings::default() }));
     let (client, server) = connected_pair();
     let first = Selector::open(settings()).unwrap();
     let second = Selector::open(settings()).unwrap();

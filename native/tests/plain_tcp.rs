@@ -130,22 +130,19 @@ fn the_peers_end_and_reset_end_a_read_waiting_in_the_kernel() {
 fn a_gathering_write_arrives_whole_and_in_order() {
     let (mut client, server) = plain_pair();
     let mut parts: Vec<Vec<u8>> = (0..20u8).map(|i| vec![i; 100 + i as usize]).collect();
-    let regions: Vec<Region> = parts.iter_mut().map(|p| Region { addr: p.as_mut_ptr() as usize, len: p.len() }).collect();
     let total: usize = parts.iter().map(Vec::len).sum();
     let mut written = 0;
     while written < total {
-        let mut rest = regions.clone();
         let mut skip = written;
-        rest.retain_mut(|r| {
-            if skip >= r.len {
-                skip -= r.len;
-                return false;
+        let mut rest = Vec::new();
+        for part in parts.iter_mut() {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
             }
-            r.addr += skip;
-            r.len -= skip;
+            rest.push(Region::of(&mut part[skip..]));
             skip = 0;
-            true
-        });
+        }
         written += server.write(&rest, true).unwrap();
     }
     let mut got = vec![0u8; total];

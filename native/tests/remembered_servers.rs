@@ -11,7 +11,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Once};
 use std::thread;
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Upgrade};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
@@ -23,7 +23,7 @@ use common::region;
 fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        assert!(Settings::install(Settings { upgrade_delay_ms: 60_000, ..Settings::default() }));
+        assert!(Settings::install(Settings { upgrade: Upgrade { delay_ms: 60_000, ..Settings::default().upgrade }, ..Settings::default() }));
     });
 }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Upgrade};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
@@ -32,7 +32,7 @@ fn sleeps() -> u64 {
 #[test]
 fn closing_registered_channels_leaves_a_select_asleep() {
     // Plain TCP connections: their sockets are in the selector's epoll set.
-    assert!(Settings::install(Settings { ucx: false, ..Settings::default() }));
+    assert!(Settings::install(Settings { upgrade: Upgrade { ucx: false, ..Settings::default().upgrade }, ..Settings::default() }));
     let listener = Listener::open(settings()).unwrap();
     listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap(), 64).unwrap();
     let addr = listener.local_addr().unwrap().unwrap();

@@ -12,7 +12,7 @@ use std::sync::{mpsc, Arc, Once};
 use std::thread;
 use std::time::Duration;
 
-use hadronio::config::{settings, Settings};
+use hadronio::config::{settings, Settings, Workers};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
@@ -23,7 +23,7 @@ const WORKERS: usize = 2;
 fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        assert!(Settings::install(Settings { blocking_workers: WORKERS, ..Settings::default() }));
+        assert!(Settings::install(Settings { workers: Workers { blocking: WORKERS, ..Settings::default().workers }, ..Settings::default() }));
     });
 }
 

@@ -18,12 +18,12 @@ static HUBS: Mutex<Vec<Weak<Hub>>> = Mutex::new(Vec::new());
 /// The hub for a connection used in blocking mode that was not bound to one yet; `ucx`: whether
 /// the connection may still go over UCX.
 pub fn hub(settings: &Settings, ucx: bool) -> std::io::Result<Arc<Hub>> {
-    if !ucx || !settings.ucx {
+    if !ucx || !settings.upgrade.ucx {
         return Hub::new(settings, false);
     }
     let mut hubs = HUBS.lock();
     hubs.retain(|hub| hub.strong_count() > 0);
-    if hubs.len() < settings.blocking_workers {
+    if hubs.len() < settings.workers.blocking {
         let hub = Hub::new(settings, true)?;
         if hub.has_ucx() {
             hubs.push(Arc::downgrade(&hub));

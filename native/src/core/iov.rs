@@ -1,10 +1,37 @@
-//! Scatter/gather lists of raw memory handed over by Java (direct buffer addresses and lengths).
+//! Scatter/gather lists of memory lent for one native call: a Java caller's direct buffers
+//! (addresses and lengths), or Rust buffers.
+//!
+//! Whoever makes a [`Region`] from an address vouches for the memory (`unsafe`, at the JNI edge);
+//! from then on the cursor hands out ordinary slices, so the code that moves bytes needs no
+//! `unsafe` of its own. Only UCX, which may keep using memory after a call returns, is given raw
+//! addresses ([`Cursor::chunk`]).
 
-/// One region of memory: `(address, length)`.
+use std::marker::PhantomData;
+
+/// One region of memory lent for `'a`: `(address, length)`, laid out as the Java side writes an
+/// I/O vector's pairs.
 #[derive(Clone, Copy, Debug)]
-pub struct Region {
-    pub addr: usize,
-    pub len: usize,
+#[repr(C)]
+pub struct Region<'a> {
+    addr: usize,
+    len: usize,
+    lent: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Region<'a> {
+    /// The memory of `buf`.
+    pub fn of(buf: &'a mut [u8]) -> Region<'a> {
+        Region { addr: buf.as_mut_ptr() as usize, len: buf.len(), lent: PhantomData }
+    }
+
+    /// `len` bytes at `addr`.
+    ///
+    /// # Safety
+    /// The bytes must be valid to read for `'a`, and to write as well if a cursor over the region
+    /// fills it (a read); nothing else may access them meanwhile.
+    pub unsafe fn raw(addr: usize, len: usize) -> Region<'a> {
+        Region { addr, len, lent: PhantomData }
+    }
 }
 
 /// A cursor over regions to fill (reads) or to drain (writes).
@@ -12,7 +39,7 @@ pub struct Region {
 /// The regions are memory the caller lent for the duration of one native call; a cursor never
 /// outlives that call.
 pub struct Cursor<'a> {
-    regions: &'a [Region],
+    regions: &'a [Region<'a>],
     index: usize,
     offset: usize,
     remaining: usize,
@@ -20,7 +47,7 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    pub fn new(regions: &'a [Region]) -> Cursor<'a> {
+    pub fn new(regions: &'a [Region<'a>]) -> Cursor<'a> {
         let remaining = regions.iter().map(|r| r.len).sum();
         let mut cursor = Cursor { regions, index: 0, offset: 0, remaining, moved: 0 };
         cursor.skip_empty();
@@ -44,7 +71,8 @@ impl<'a> Cursor<'a> {
         self.moved
     }
 
-    /// The current contiguous piece, at most `max` bytes: `(address, length)`.
+    /// The current contiguous piece, at most `max` bytes, as `(address, length)`: for UCX, which
+    /// the caller must keep from using it once the region's loan ends.
     pub fn chunk(&self, max: usize) -> Option<(usize, usize)> {
         let region = self.regions.get(self.index)?;
         let len = (region.len - self.offset).min(max);
@@ -54,13 +82,41 @@ impl<'a> Cursor<'a> {
         Some((region.addr + self.offset, len))
     }
 
+    /// The current contiguous piece, at most `max` bytes.
+    pub fn chunk_bytes(&self, max: usize) -> Option<&[u8]> {
+        let (addr, len) = self.chunk(max)?;
+        // SAFETY: within a lent region, readable while the cursor lives (`Region::raw`).
+        Some(unsafe { std::slice::from_raw_parts(addr as *const u8, len) })
+    }
+
+    /// The current contiguous piece, at most `max` bytes, to write into.
+    pub fn chunk_mut(&mut self, max: usize) -> Option<&mut [u8]> {
+        let (addr, len) = self.chunk(max)?;
+        // SAFETY: within a lent region, writable while the cursor lives (`Region::raw`); `&mut
+        // self` keeps the cursor from handing out another slice meanwhile.
+        Some(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) })
+    }
+
     /// The contiguous pieces from the current position on, in order: `(address, length)`.
-    pub fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+    fn pieces(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let rest = self.regions.get(self.index..).unwrap_or_default();
         rest.iter()
             .enumerate()
             .map(|(i, r)| if i == 0 { (r.addr + self.offset, r.len - self.offset) } else { (r.addr, r.len) })
             .filter(|&(_, len)| len > 0)
+    }
+
+    /// The contiguous pieces from the current position on, in order.
+    pub fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        // SAFETY: each piece lies within a lent region, readable while the cursor lives.
+        self.pieces().map(|(addr, len)| unsafe { std::slice::from_raw_parts(addr as *const u8, len) })
+    }
+
+    /// The contiguous pieces from the current position on, in order, to write into.
+    pub fn slices_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
+        // SAFETY: each piece lies within a lent region, writable while the cursor lives; the
+        // pieces do not overlap and `&mut self` keeps the cursor from handing out others.
+        self.pieces().map(|(addr, len)| unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) })
     }
 
     /// Marks `n` bytes of the current position as done.
@@ -78,17 +134,11 @@ impl<'a> Cursor<'a> {
     }
 
     /// Copies from `src` into the regions; returns how many bytes fit.
-    ///
-    /// # Safety
-    /// Every region must be valid writable memory for the duration of the call and must not
-    /// overlap `src`.
-    pub unsafe fn fill_from(&mut self, mut src: &[u8]) -> usize {
+    pub fn fill_from(&mut self, mut src: &[u8]) -> usize {
         let mut copied = 0;
-        while !src.is_empty() {
-            let Some((addr, len)) = self.chunk(src.len()) else { break };
-            // SAFETY: the caller guarantees the region is writable and disjoint from `src`; `len`
-            // is within both.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), addr as *mut u8, len) };
+        while let Some(dst) = self.chunk_mut(src.len()) {
+            let len = dst.len();
+            dst.copy_from_slice(&src[..len]);
             self.advance(len);
             src = &src[len..];
             copied += len;
@@ -97,16 +147,11 @@ impl<'a> Cursor<'a> {
     }
 
     /// Appends up to `max` bytes out of the regions to `dst`; returns how many.
-    ///
-    /// # Safety
-    /// Every region must be valid readable memory for the duration of the call and must not
-    /// overlap `dst`'s allocation.
-    pub unsafe fn drain_append(&mut self, dst: &mut Vec<u8>, max: usize) -> usize {
+    pub fn drain_append(&mut self, dst: &mut Vec<u8>, max: usize) -> usize {
         let mut copied = 0;
-        while copied < max {
-            let Some((addr, len)) = self.chunk(max - copied) else { break };
-            // SAFETY: as documented above.
-            dst.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+        while let Some(src) = self.chunk_bytes(max - copied) {
+            let len = src.len();
+            dst.extend_from_slice(src);
             self.advance(len);
             copied += len;
         }
@@ -123,42 +168,33 @@ mod tests {
         let mut a = [0u8; 3];
         let mut b = [0u8; 0];
         let mut c = [0u8; 4];
-        let regions = [
-            Region { addr: a.as_mut_ptr() as usize, len: a.len() },
-            Region { addr: b.as_mut_ptr() as usize, len: 0 },
-            Region { addr: c.as_mut_ptr() as usize, len: c.len() },
-        ];
+        let regions = [Region::of(&mut a), Region::of(&mut b), Region::of(&mut c)];
         let mut cursor = Cursor::new(&regions);
         assert_eq!(cursor.remaining(), 7);
-        // SAFETY: the regions point to the live local arrays above.
-        assert_eq!(unsafe { cursor.fill_from(b"hello") }, 5);
-        // SAFETY: as above.
-        assert_eq!(unsafe { cursor.fill_from(b"world") }, 2);
+        assert_eq!(cursor.fill_from(b"hello"), 5);
+        assert_eq!(cursor.fill_from(b"world"), 2);
         assert_eq!(cursor.remaining(), 0);
         assert_eq!(cursor.moved(), 7);
         assert_eq!(&a, b"hel");
         assert_eq!(&c, b"lowo");
-        let _ = &mut b;
     }
 
     #[test]
     fn drains_in_order() {
-        let a = *b"abc";
-        let c = *b"defg";
-        let regions = [
-            Region { addr: a.as_ptr() as usize, len: 3 },
-            Region { addr: c.as_ptr() as usize, len: 4 },
-        ];
+        let mut a = *b"abc";
+        let mut c = *b"defg";
+        let c_addr = c.as_ptr() as usize;
+        let regions = [Region::of(&mut a), Region::of(&mut c)];
         let mut cursor = Cursor::new(&regions);
-        assert_eq!(cursor.chunk(10), Some((a.as_ptr() as usize, 3)));
+        assert_eq!(cursor.chunk_bytes(10), Some(&b"abc"[..]));
         let mut out = b"x".to_vec();
-        // SAFETY: the regions point to the live local arrays above.
-        assert_eq!(unsafe { cursor.drain_append(&mut out, 5) }, 5);
+        assert_eq!(cursor.drain_append(&mut out, 5), 5);
         assert_eq!(&out, b"xabcde");
-        assert_eq!(cursor.pieces().collect::<Vec<_>>(), vec![(c.as_ptr() as usize + 2, 2)]);
+        assert_eq!(cursor.pieces().collect::<Vec<_>>(), vec![(c_addr + 2, 2)]);
+        assert_eq!(cursor.slices().collect::<Vec<_>>(), vec![&b"fg"[..]]);
         cursor.advance(2);
         assert_eq!(cursor.remaining(), 0);
-        assert_eq!(cursor.pieces().count(), 0);
+        assert_eq!(cursor.slices().count(), 0);
         assert!(cursor.chunk(1).is_none());
     }
 }

@@ -101,13 +101,7 @@ impl Drop for Permit {
 fn cpus() -> usize {
     static CPUS: OnceLock<usize> = OnceLock::new();
     *CPUS.get_or_init(|| {
-        // SAFETY: sysconf has no memory effects.
-        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        if online > 0 {
-            online as usize
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        }
+        crate::net::host::online_cpus().unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     })
 }
 

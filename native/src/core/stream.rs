@@ -108,8 +108,7 @@ impl Inbox {
 
     /// Moves bytes into `dst`; returns how many.
     fn drain_into(&mut self, dst: &mut Cursor<'_>) -> usize {
-        // SAFETY: `dst` regions are caller memory distinct from the inbox.
-        let n = unsafe { dst.fill_from(&self.bytes[self.start..]) };
+        let n = dst.fill_from(&self.bytes[self.start..]);
         self.start += n;
         if self.start == self.bytes.len() {
             self.clear();
@@ -185,9 +184,7 @@ fn blocked(e: &io::Error) -> bool {
 
 /// Receives into the first chunk of `dst` (at most `max` bytes).
 fn recv_into<W: Wire>(wire: &W, dst: &mut Cursor<'_>, max: usize) -> io::Result<usize> {
-    let Some((addr, len)) = dst.chunk(max) else { return Ok(0) };
-    // SAFETY: `addr..addr+len` is caller memory valid and writable for this call.
-    let buf = unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) };
+    let Some(buf) = dst.chunk_mut(max) else { return Ok(0) };
     let n = wire.recv(buf)?;
     dst.advance(n);
     Ok(n)
@@ -501,10 +498,9 @@ pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut Tx
         WriteMode::Ucx => Ok(()),
         WriteMode::Hold => {
             while tx.early.len() < HOLD_LIMIT {
-                let Some((addr, len)) = src.chunk(HOLD_LIMIT - tx.early.len()) else { break };
-                // SAFETY: `addr..addr+len` is caller memory valid for this call.
-                tx.early.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
-                src.advance(len);
+                let Some(bytes) = src.chunk_bytes(HOLD_LIMIT - tx.early.len()) else { break };
+                tx.early.extend_from_slice(bytes);
+                src.advance(bytes.len());
             }
             Ok(())
         }
@@ -518,11 +514,10 @@ pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut Tx
             while src.remaining() > 0 {
                 let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
                 let (mut count, mut total) = (0, 0);
-                for (slot, (addr, len)) in parts.iter_mut().zip(src.pieces()) {
-                    // SAFETY: `addr..addr+len` is caller memory valid for this call.
-                    *slot = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+                for (slot, piece) in parts.iter_mut().zip(src.slices()) {
+                    *slot = piece;
                     count += 1;
-                    total += len;
+                    total += piece.len();
                 }
                 match wire.send_vectored(&parts[..count]) {
                     Ok(n) => {
@@ -541,9 +536,8 @@ pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut Tx
             if !flush(neg, wire, rx)? {
                 return Ok(());
             }
-            while let Some((addr, len)) = src.chunk(protocol::MAX_DATA_FRAME) {
-                // SAFETY: `addr..addr+len` is caller memory valid for this call.
-                let payload = unsafe { std::slice::from_raw_parts(addr as *const u8, len) };
+            while let Some(payload) = src.chunk_bytes(protocol::MAX_DATA_FRAME) {
+                let len = payload.len();
                 let header = protocol::encode_header(FrameType::Data, len);
                 match wire.send_vectored(&[&header, payload]) {
                     Ok(sent) => {

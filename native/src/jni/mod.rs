@@ -120,12 +120,13 @@ fn timeout(millis: jlong) -> Option<Duration> {
 /// # Safety
 /// `iov` must point to `count` pairs of 64-bit `(address, length)` written by the Java side,
 /// valid for the duration of the call.
-unsafe fn regions<'a>(iov: jlong, count: jint) -> Result<&'a [Region], Error> {
+unsafe fn regions<'a>(iov: jlong, count: jint) -> Result<&'a [Region<'a>], Error> {
     if iov == 0 || count < 0 {
         return Err(Error::invalid("bad I/O vector"));
     }
-    // SAFETY: `Region` is two `usize`s (`repr(C)`), the layout of the Java pairs on 64-bit Linux.
-    Ok(unsafe { std::slice::from_raw_parts(iov as *const Region, count as usize) })
+    // SAFETY: `Region` is two `usize`s (`repr(C)`), the layout of the Java pairs on 64-bit Linux;
+    // the caller vouches for the memory they describe as for the pairs.
+    Ok(unsafe { std::slice::from_raw_parts(iov as *const Region<'a>, count as usize) })
 }
 
 // --- library -----------------------------------------------------------------------------------
@@ -181,7 +182,7 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_init(
         crate::core::background::start_background().map_err(|e| Error::io("starting the hadronio-background thread", &e))?;
         // The UCX context depends on the settings (segment size): create it now that they are in,
         // with a worker, on a thread of its own (the application's thread goes on).
-        if settings().ucx {
+        if settings().upgrade.ucx {
             crate::core::lanes::warm(crate::core::lanes::Kind::Full, crate::core::lanes::Tuning::of(settings()));
         }
         Ok(())
@@ -390,7 +391,8 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connRead(
 ) -> jint {
     hot(|| {
         let conn = handle::lent::<Conn>(conn)?;
-        let regions = [Region { addr: address as usize, len: length.max(0) as usize }];
+        // SAFETY: the Java caller holds the buffer at `address` and keeps it for the call.
+        let regions = [unsafe { Region::raw(address as usize, length.max(0) as usize) }];
         Ok(conn.read(&regions, blocking != 0, timeout(timeout_millis))? as i64)
     }) as jint
 }
@@ -428,7 +430,8 @@ pub extern "C" fn Java_dev_hadronio_internal_Native_connWrite(
 ) -> jint {
     hot(|| {
         let conn = handle::lent::<Conn>(conn)?;
-        let regions = [Region { addr: address as usize, len: length.max(0) as usize }];
+        // SAFETY: the Java caller holds the buffer at `address` and keeps it for the call.
+        let regions = [unsafe { Region::raw(address as usize, length.max(0) as usize) }];
         Ok(conn.write(&regions, blocking != 0)? as i64)
     }) as jint
 }

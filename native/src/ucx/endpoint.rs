@@ -140,6 +140,24 @@ impl Endpoint {
         }
     }
 
+    /// Sends `bytes` with `tag` if UCX can complete the send before returning; `Ok(false)` if not
+    /// (nothing sent). The bytes are only borrowed for the call.
+    pub fn tag_send_now(&self, lock: &WorkerLock<'_>, bytes: &[u8], tag: u64) -> Result<bool> {
+        // SAFETY: with `immediate_only`, UCX completes the send or does nothing; a request it
+        // returns all the same is completed below, before the borrow ends.
+        let started = unsafe { self.tag_send(lock, bytes.as_ptr(), bytes.len(), tag, true, None) }?;
+        match started {
+            Some(Start::Done(())) => Ok(true),
+            Some(Start::Pending(request)) => {
+                debug!("UCX returned a pending request for an immediate send");
+                lock.complete(&request);
+                request.free(lock);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Sends the bytes `source` points at with `tag` (one slot message); `done` is filled in when
     /// a send that did not complete at once does. UCX packs the bytes when it sends them: at once
     /// if there is room for them, else later from wherever `source` points then (see

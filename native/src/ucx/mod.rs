@@ -1,6 +1,7 @@
 //! Safe owners of UCX handles: [`Context`] → [`Worker`] → [`Endpoint`], one file each, with
 //! requests (`request.rs`), completion records (`completion.rs`), active messages (`am.rs`), the
-//! sources sends pack their bytes from (`source.rs`) and the host's RDMA devices (`devices.rs`).
+//! sources sends pack their bytes from (`source.rs`), the memory receive slots are posted in
+//! (`slot_memory.rs`) and the host's RDMA devices (`devices.rs`).
 //!
 //! This is the only module that calls `ucx1_sys`. Every handle has exactly one owner whose `Drop`
 //! completes or cancels what is still pending before releasing it, and every child keeps its parent
@@ -18,6 +19,7 @@ mod devices;
 mod endpoint;
 pub mod logging;
 mod request;
+mod slot_memory;
 mod source;
 mod worker;
 
@@ -27,6 +29,7 @@ pub use context::{shared_memory_layout, Context, ContextOptions};
 pub use devices::{is_software as is_software_rdma, rdma_devices, software_rdma_devices};
 pub use endpoint::{check_worker_address, Endpoint, ErrorHandler};
 pub use request::{Request, Start};
+pub use slot_memory::SlotMemory;
 pub use source::Source;
 pub use worker::{Worker, WorkerLock};
 

@@ -18,8 +18,8 @@ use hadronio::core::readiness::Key;
 use hadronio::core::selector::{Selector, Target};
 
 /// The one region of `buf`, as reads and writes take it.
-pub fn region(buf: &mut [u8]) -> [Region; 1] {
-    [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }]
+pub fn region(buf: &mut [u8]) -> [Region<'_>; 1] {
+    [Region::of(buf)]
 }
 
 /// A fresh client connected in blocking mode to `listener`, and the server side it accepted.

@@ -557,7 +557,7 @@ struct Observed {
 impl Observed {
     fn read(&mut self, conn: &Conn, size: usize) -> bool {
         let mut buf = vec![0u8; size];
-        let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+        let regions = [Region::of(&mut buf)];
         match conn.read(&regions, false, None) {
             Ok(n) => {
                 assert!(n <= size, "read {n} bytes into {size}");
@@ -574,7 +574,7 @@ impl Observed {
 
     fn write(&mut self, conn: &Conn, size: usize) {
         let mut buf = vec![0x5a; size];
-        let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+        let regions = [Region::of(&mut buf)];
         match conn.write(&regions, false) {
             Ok(n) => assert!(n <= size),
             Err(e) => {

@@ -113,7 +113,7 @@ impl Conn {
         state.rx.inbox.clear();
         let mut scratch = vec![0u8; 16 * 1024];
         loop {
-            let regions = [Region { addr: scratch.as_mut_ptr() as usize, len: scratch.len() }];
+            let regions = [Region::of(&mut scratch)];
             let mut dst = Cursor::new(&regions);
             let mut n = 0;
             let switched = state.neg.as_deref().is_some_and(Negotiation::peer_switched);

@@ -162,7 +162,7 @@ impl Conn {
                 bound_local: false,
                 remote: None,
                 io: IoFlags { readable: true, writable: true, ended: false },
-                tcp_checked: write::coarse_now(),
+                tcp_checked: crate::net::host::coarse_now(),
                 user_keepalive: None,
                 user_nodelay: None,
                 kernel: KernelReads::default(),

@@ -206,9 +206,8 @@ impl Conn {
         }
         let mut parts: [IoSliceMut<'_>; MAX_PARTS] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
         let mut count = 0;
-        for (slot, (addr, len)) in parts.iter_mut().zip(dst.pieces()) {
-            // SAFETY: `addr..addr+len` is caller memory, valid and writable for this call.
-            *slot = IoSliceMut::new(unsafe { std::slice::from_raw_parts_mut(addr as *mut u8, len) });
+        for (slot, piece) in parts.iter_mut().zip(dst.slices_mut()) {
+            *slot = IoSliceMut::new(piece);
             count += 1;
         }
         let parts = &mut parts[..count];
@@ -291,8 +290,7 @@ impl Conn {
             rounds += 1;
             if rounds % 16 == 0 {
                 // A thread that became runnable on this core gets it now.
-                // SAFETY: sched_yield has no memory effects.
-                unsafe { libc::sched_yield() };
+                std::thread::yield_now();
             }
             std::hint::spin_loop();
         }

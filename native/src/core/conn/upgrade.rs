@@ -69,13 +69,13 @@ fn nonce() -> u64 {
 
 /// What this side may do on a connection with `peer` (rules, settings, UCX availability).
 pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settings) -> Policy {
-    let upgrade = if !s.ucx {
+    let upgrade = if !s.upgrade.ucx {
         Err((TcpReason::Rule, Why::from("UCX disabled by hadronio.transport=tcp")))
     } else {
         let rule_role = if role == Role::Client { rules::Role::Connect } else { rules::Role::Accept };
-        let (allowed, rule) = s.rules.decide(rule_role, peer.ip(), service_port);
+        let (allowed, rule) = s.upgrade.rules.decide(rule_role, peer.ip(), service_port);
         if !allowed {
-            let whose = if s.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
+            let whose = if s.upgrade.rules.is_users(rule) { "hadronio.rules" } else { "default rule" };
             Err((TcpReason::Rule, Why::from(format!("{whose} '{rule}'"))))
         } else {
             // A client skips the offer where the last connections to the address showed that it
@@ -88,10 +88,10 @@ pub(super) fn policy(role: Role, peer: SocketAddr, service_port: u16, s: &Settin
             })
         }
     };
-    let secret = s.secret.clone();
+    let secret = s.upgrade.secret.clone();
     // With a secret the client's bytes wait for the peer's proof, which follows its mark.
-    let mark_delay = if secret.is_some() { Duration::ZERO } else { Duration::from_millis(s.upgrade_delay_ms) };
-    let offer_wait = if secret.is_some() { Duration::from_millis(s.offer_ms) } else { OFFER_LOOK };
+    let mark_delay = if secret.is_some() { Duration::ZERO } else { Duration::from_millis(s.upgrade.delay_ms) };
+    let offer_wait = if secret.is_some() { Duration::from_millis(s.upgrade.offer_ms) } else { OFFER_LOOK };
     Policy {
         role,
         upgrade,
@@ -270,7 +270,7 @@ impl Conn {
     fn slower_than_tcp(link: &Link, settings: &Settings) -> Option<&'static str> {
         if link.tcp_only() && !ucx_tcp_wanted() {
             Some(if link.isolated() { TCP_ONLY_ISOLATED } else { TCP_ONLY })
-        } else if !settings.software_rdma && link.software_rdma_only() {
+        } else if !settings.upgrade.software_rdma && link.software_rdma_only() {
             Some(SOFTWARE_RDMA)
         } else {
             None

@@ -11,24 +11,17 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::core::stream::{self, HOLD_LIMIT};
+use crate::net::host::coarse_now;
 use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
 
 use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
 
 /// How often the write path looks at the control socket for a peer's close, at most: it reads the
-/// time on the coarse clock, so the interval it sees is also at least one of that clock's ticks.
+/// time on the coarse clock (on every write; the precise clock costs as much as a small write
+/// over shared memory on a virtual machine), so the interval it sees is also at least one of that
+/// clock's ticks.
 const TCP_CHECK_INTERVAL: Duration = Duration::from_millis(1);
-
-/// The time on the kernel's coarse monotonic clock (ticks of 1-10 ms): the write path asks for it
-/// on every write to see whether [`TCP_CHECK_INTERVAL`] passed, and the precise clock costs as
-/// much as a small write over shared memory on a virtual machine.
-pub(super) fn coarse_now() -> Duration {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC_COARSE exists since Linux 2.6.32.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) };
-    Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
 
 impl Conn {
     fn write_now(&self, state: &mut State, src: &mut Cursor<'_>, blocking: bool) -> Result<()> {

@@ -214,7 +214,7 @@ impl Hub {
         let links: Arc<Mutex<HashMap<u32, Arc<Shared>>>> = Arc::default();
         // Without a UCX context (it said why, once) every connection stays on TCP. One that is
         // still being made counts: the first lane to open waits for it.
-        let ucx = ucx.filter(|s| s.ucx && lanes::failure(Kind::Full).is_none());
+        let ucx = ucx.filter(|s| s.upgrade.ucx && lanes::failure(Kind::Full).is_none());
         let lanes = ucx.map(|s| {
             let table = links.clone();
             let sink: Arc<LinkSink> = Arc::new(move |id, notice| {

@@ -181,8 +181,7 @@ impl Hub {
                 }
                 // A thread that became runnable on this core (one this wait's caller just handed
                 // work to, say) gets it now rather than at the next check.
-                // SAFETY: sched_yield has no memory effects.
-                unsafe { libc::sched_yield() };
+                std::thread::yield_now();
             }
             std::hint::spin_loop();
         }

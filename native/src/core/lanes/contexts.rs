@@ -50,14 +50,10 @@ const WORKER_DESCRIPTORS: u64 = 64;
 
 /// Why no worker may be made now, if the process is too near its descriptor limit.
 fn descriptors_short() -> Option<String> {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit writes one `rlimit` to the live local.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
-        return None;
-    }
+    let limit = crate::net::host::descriptor_limit()?;
     // Counted only here: a worker is made rarely, and takes milliseconds anyway.
     let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
-    short_of(limit.rlim_cur, open)
+    short_of(limit, open)
 }
 
 /// Why no worker may be made with `open` of `limit` descriptors in use, if too few are left.

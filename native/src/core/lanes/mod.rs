@@ -69,7 +69,7 @@ pub struct Tuning {
 impl Tuning {
     /// What lanes take from `settings`.
     pub fn of(settings: &Settings) -> Tuning {
-        Tuning { slot_len: settings.slot_len, spare_workers: settings.spare_workers, liveness_ms: settings.liveness_ms }
+        Tuning { slot_len: settings.slot_len, spare_workers: settings.workers.spare, liveness_ms: settings.liveness_ms }
     }
 }
 

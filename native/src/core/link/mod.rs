@@ -27,7 +27,6 @@
 //! sending.
 
 mod rx;
-mod slot_memory;
 mod tx;
 
 use std::collections::VecDeque;
@@ -38,13 +37,12 @@ use std::time::{Duration, Instant};
 
 use log::debug;
 
-use self::slot_memory::SlotMemory;
 use super::credits::{RxCredits, TxCredits};
 use super::error::{Error, Result, Status};
 use super::iov::Cursor;
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
-use crate::ucx::{self, Completion, Request, Start, Wake, WorkerLock};
+use crate::ucx::{self, Completion, Request, SlotMemory, Start, Wake, WorkerLock};
 
 /// Links a hub holds before further ones get [`CROWDED_SLOTS`] receive slots.
 pub const CROWDED_HUB: usize = 16;
@@ -331,9 +329,6 @@ struct Sending {
     large: Option<LargeTx>,
     large_seq: u64,
 }
-
-/// What an empty slot message (a BODY announcement) is sent from.
-static EMPTY: [u8; 1] = [0];
 
 impl Link {
     /// Allocates the receive slots for connection `id` on the worker of `lane` and posts them all.

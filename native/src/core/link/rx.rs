@@ -76,9 +76,7 @@ impl Parts {
             }
             let base = self.rx.head * self.slot_len;
             let bytes = &self.rx.memory[base + self.rx.head_offset..base + len];
-            // SAFETY: `dst` regions are caller memory valid for this call and distinct from the
-            // ring memory.
-            let copied = unsafe { dst.fill_from(bytes) };
+            let copied = dst.fill_from(bytes);
             self.rx.head_offset += copied;
             if self.rx.head_offset == len {
                 let lock = lock.get_or_insert_with(|| worker.lock());
@@ -110,8 +108,7 @@ impl Parts {
             dst.advance(got);
             large.offset = got;
         } else {
-            // SAFETY: `dst` regions are caller memory distinct from the bounce buffer.
-            let copied = unsafe { dst.fill_from(&self.rx.bounce[large.offset..got]) };
+            let copied = dst.fill_from(&self.rx.bounce[large.offset..got]);
             large.offset += copied;
         }
         if large.offset == got {

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use log::{debug, warn};
+use log::warn;
 
 use crate::core::error::{Error, Result, Status};
 use crate::core::iov::Cursor;
@@ -103,8 +103,9 @@ impl Parts {
                         }
                     }
                 }
-                if let Some((addr, len)) = src.chunk(message) {
-                    if len == message && (self.send_immediate(lock, peer, addr, len)? || (direct && self.send_direct(lock, peer, addr, len)?)) {
+                if let Some(bytes) = src.chunk_bytes(message) {
+                    let len = bytes.len();
+                    if len == message && (self.send_immediate(lock, peer, bytes)? || (direct && self.send_direct(lock, peer, bytes)?)) {
                         src.advance(len);
                         continue;
                     }
@@ -138,17 +139,8 @@ impl Parts {
     /// `Ok(false)` if the announcement could not go out at once (nothing sent).
     pub(super) fn send_large(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
-        let tag = self.tag(peer);
-        // SAFETY: immediate-only and empty: UCX completes or does nothing.
-        let started = unsafe { ep.tag_send(lock, EMPTY.as_ptr(), 0, tag, true, None) };
-        match started {
-            Ok(Some(Start::Done(()))) => {}
-            Ok(Some(Start::Pending(request))) => {
-                lock.complete(&request);
-                request.free(lock);
-            }
-            Ok(None) => return Ok(false),
-            Err(e) => return Err(send_failed(e)),
+        if !ep.tag_send_now(lock, &[], self.tag(peer)).map_err(send_failed)? {
+            return Ok(false);
         }
         self.tx.credits.on_sent();
         let status = Arc::new(Completion::new(waker(&self.shared), false));
@@ -216,29 +208,13 @@ impl Parts {
 
     /// Tries to send straight from the caller's memory; `Ok(false)` if UCX could not complete the
     /// send at once.
-    pub(super) fn send_immediate(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+    pub(super) fn send_immediate(&mut self, lock: &WorkerLock<'_>, peer: Peer, bytes: &[u8]) -> Result<bool> {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
-        let tag = self.tag(peer);
-        // SAFETY: with `immediate_only` UCX either completes (and no longer needs the memory) or
-        // does nothing; the memory is valid for this call.
-        let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, true, None) };
-        match started {
-            Ok(Some(Start::Done(()))) => {
-                self.tx.credits.on_sent();
-                Ok(true)
-            }
-            Ok(Some(Start::Pending(request))) => {
-                // Not expected with FORCE_IMM_CMPL; the caller's memory must not be referenced
-                // after we return, so finish the send here.
-                debug!("UCX returned a pending request for an immediate send");
-                lock.complete(&request);
-                request.free(lock);
-                self.tx.credits.on_sent();
-                Ok(true)
-            }
-            Ok(None) => Ok(false),
-            Err(e) => Err(send_failed(e)),
+        let sent = ep.tag_send_now(lock, bytes, self.tag(peer)).map_err(send_failed)?;
+        if sent {
+            self.tx.credits.on_sent();
         }
+        Ok(sent)
     }
 
     /// Whether slot messages that UCX cannot complete at once go through [`Parts::send_direct`]:
@@ -255,14 +231,15 @@ impl Parts {
     /// Sends one slot message from the caller's memory, which UCX copies into the peer's ring if
     /// it has room; a message UCX queues is copied into a staging buffer, and UCX sends it from
     /// there. `Ok(false)` if staging has no room for such a copy (nothing sent).
-    pub(super) fn send_direct(&mut self, lock: &WorkerLock<'_>, peer: Peer, addr: usize, len: usize) -> Result<bool> {
+    pub(super) fn send_direct(&mut self, lock: &WorkerLock<'_>, peer: Peer, bytes: &[u8]) -> Result<bool> {
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(false) };
         if !self.staging_has_room() {
             return Ok(false);
         }
         let tag = self.tag(peer);
         let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
-        buf.source.point_at(addr as *const u8, len);
+        let len = bytes.len();
+        buf.source.point_at(bytes.as_ptr(), len);
         // SAFETY: the source points at caller memory valid for this call; if UCX keeps the send,
         // it is pointed at the boxed copy below before this returns (under the worker's lock),
         // and the box stays in `staged` until the send completed (or teardown closed the
@@ -274,8 +251,7 @@ impl Parts {
                 self.keep_spare(buf);
             }
             Ok(Start::Pending(request)) => {
-                // SAFETY: the caller's memory is valid for this call.
-                buf.data.extend_from_slice(unsafe { std::slice::from_raw_parts(addr as *const u8, len) });
+                buf.data.extend_from_slice(bytes);
                 buf.source.point_at(buf.data.as_ptr(), len);
                 buf.posted = true;
                 buf.request = Some(request);
@@ -303,8 +279,7 @@ impl Parts {
         if let Some(tail) = self.tx.staged.back_mut() {
             if !tail.posted && tail.data.len() < peer.slot_len {
                 let room = peer.slot_len - tail.data.len();
-                // SAFETY: the source regions are caller memory valid for this call.
-                let copied = unsafe { src.drain_append(&mut tail.data, room) };
+                let copied = src.drain_append(&mut tail.data, room);
                 self.tx.staged_bytes += copied;
                 return true;
             }
@@ -313,8 +288,7 @@ impl Parts {
             return false;
         }
         let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
-        // SAFETY: the source regions are caller memory valid for this call.
-        let copied = unsafe { src.drain_append(&mut buf.data, peer.slot_len) };
+        let copied = src.drain_append(&mut buf.data, peer.slot_len);
         self.tx.staged_bytes += copied;
         self.tx.staged.push_back(buf);
         true

@@ -46,7 +46,7 @@ impl Negotiation {
 
     /// The pong of our probe came back over UCX: the path works both ways.
     pub fn on_probe_answered(&mut self, token: u64) {
-        if token != self.policy.nonce || self.output != Output::Open {
+        if token != self.policy.nonce || self.ours.output != Output::Open {
             return;
         }
         let Some(greeting) = self.greeting() else { return };
@@ -106,10 +106,10 @@ impl Negotiation {
     /// longer be sent); with frames the caller sends FIN ([`Negotiation::fin`]) and the greeting
     /// goes on only for the peer's direction.
     pub fn on_shutdown(&mut self) {
-        if self.output != Output::Open {
+        if self.ours.output != Output::Open {
             return;
         }
-        self.output = Output::Shut;
+        self.ours.output = Output::Shut;
         if !self.pending() {
             return;
         }
@@ -121,7 +121,7 @@ impl Negotiation {
             // answers only an offer and sends its own mark only after ours, which will not follow
             // a TCP FIN. Anywhere else the peer's offer, answer or mark may still be on its way.
             if !matches!(self.stage, Stage::Connecting | Stage::Answered { .. }) {
-                self.output = Output::CutShort;
+                self.ours.output = Output::CutShort;
             }
             if matches!(self.stage, Stage::Answered { .. }) {
                 self.learned(Outcome::Short);
@@ -200,9 +200,9 @@ impl Negotiation {
             Stage::Upgraded | Stage::Plain | Stage::Failed(_) => return,
             _ => {}
         }
-        if self.ours == Ours::Framed {
+        if self.ours.carries == Ours::Framed {
             protocol::put_frame(&mut self.out, FrameType::Raw, &[]);
-            self.ours = Ours::RawAgain;
+            self.ours.carries = Ours::RawAgain;
         }
         self.stage = Stage::Plain;
         self.path = Path::Tcp(why.clone());

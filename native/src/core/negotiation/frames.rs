@@ -111,7 +111,7 @@ impl Negotiation {
                 if self.peer.switched || self.peer.raw || self.peer.fin.is_some() {
                     return self.protocol_error("SWITCH out of order");
                 }
-                if !self.addr_sent {
+                if !self.ours.addr_sent {
                     return self.protocol_error("SWITCH before this side sent ADDR");
                 }
                 self.peer.switched = true;
@@ -259,7 +259,7 @@ impl Negotiation {
         if let Link::Ready(addr) = &mut greeting.link {
             if let Some(addr) = addr.take() {
                 protocol::put_frame(&mut self.out, FrameType::Addr, &addr.encode());
-                self.addr_sent = true;
+                self.ours.addr_sent = true;
             }
         }
         if let (Link::Ready(_), Some(addr), Endpoint::None) = (&greeting.link, &greeting.peer_addr, greeting.endpoint) {

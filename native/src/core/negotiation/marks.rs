@@ -39,18 +39,18 @@ impl Negotiation {
     /// Client: what this connection showed about its server, once (`None` before that and
     /// after it was taken).
     pub fn take_outcome(&mut self) -> Option<Outcome> {
-        match std::mem::replace(&mut self.outcome, Learned::Taken) {
+        match std::mem::replace(&mut self.client.outcome, Learned::Taken) {
             Learned::Ready(outcome) => Some(outcome),
             kept => {
-                self.outcome = kept;
+                self.client.outcome = kept;
                 None
             }
         }
     }
 
     pub(super) fn learned(&mut self, outcome: Outcome) {
-        if matches!(self.outcome, Learned::Nothing) {
-            self.outcome = Learned::Ready(outcome);
+        if matches!(self.client.outcome, Learned::Nothing) {
+            self.client.outcome = Learned::Ready(outcome);
         }
     }
 
@@ -219,7 +219,7 @@ impl Negotiation {
             protocol::put_frame(&mut self.out, FrameType::Auth, &challenge);
             self.auth.own_challenge = Some(challenge);
         }
-        self.ours = Ours::Framed;
+        self.ours.carries = Ours::Framed;
         self.stage = Stage::Greeting(Box::new(Greeting { link: Link::None, peer_addr: None, endpoint: Endpoint::None }));
         if role == Role::Client {
             self.rx = Rx::Raw(Watch::Mark);

@@ -362,19 +362,22 @@ pub struct Negotiation {
     /// An urgent byte to send before `out` (and after every raw byte written so far).
     urgent: Option<u8>,
     actions: Actions,
-    /// How our stream carries our bytes.
-    ours: Ours,
+    ours: OurStream,
     /// The path this connection takes and why.
     path: Path,
+    auth: Auth,
+    client: ClientSide,
+}
+
+/// What our own stream carries, and what went out on it.
+#[derive(Debug)]
+struct OurStream {
+    /// How it carries our bytes.
+    carries: Ours,
     /// Whether we ever sent ADDR (the peer may switch only then).
     addr_sent: bool,
-    auth: Auth,
+    /// Whether it was shut down.
     output: Output,
-    /// Client: what its writes and time tell about when its mark may go.
-    client: ClientClock,
-    /// Client: what the connection showed about its server, for the connection to take
-    /// ([`Negotiation::take_outcome`]); at most one per connection.
-    outcome: Learned,
 }
 
 /// How our stream carries our bytes.
@@ -400,9 +403,9 @@ enum Output {
     CutShort,
 }
 
-/// A client's clock for its mark.
-#[derive(Clone, Copy, Debug, Default)]
-struct ClientClock {
+/// A client's side: its clock for its mark, and what it learned about its server.
+#[derive(Debug, Default)]
+struct ClientSide {
     /// When the TCP connection came up.
     connected_at: Option<Instant>,
     /// How many writes the application made.
@@ -410,11 +413,15 @@ struct ClientClock {
     /// After one write: how often its mark's time came without a stream to read (see
     /// [`Negotiation::next_mark_check`]).
     mark_checks: u32,
+    /// What the connection showed about its server, for the connection to take
+    /// ([`Negotiation::take_outcome`]); at most one per connection.
+    outcome: Learned,
 }
 
 /// What a client connection learned about its server, and whether the connection took it.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Learned {
+    #[default]
     Nothing,
     Ready(Outcome),
     Taken,
@@ -435,13 +442,10 @@ impl Negotiation {
             out: Vec::new(),
             urgent: None,
             actions: Actions::default(),
-            ours: Ours::Raw,
+            ours: OurStream { carries: Ours::Raw, addr_sent: false, output: Output::Open },
             path,
-            addr_sent: false,
             auth: Auth::default(),
-            output: Output::Open,
-            client: ClientClock::default(),
-            outcome: Learned::Nothing,
+            client: ClientSide::default(),
         }
     }
 
@@ -499,7 +503,7 @@ impl Negotiation {
         if self.policy.secret.is_some() && !self.deliverable() {
             return WriteMode::Hold;
         }
-        if self.ours == Ours::Framed {
+        if self.ours.carries == Ours::Framed {
             return WriteMode::Frames;
         }
         WriteMode::Raw
@@ -595,7 +599,7 @@ impl Negotiation {
     /// and has neither switched nor given up (it probes our side of the UCX path before it
     /// switches, and gives up unless we answer).
     pub fn probes_due(&self) -> bool {
-        self.pending() || (self.addr_sent && !self.peer.switched && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof)
+        self.pending() || (self.ours.addr_sent && !self.peer.switched && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof)
     }
 
     /// Whether the UCX half is needed, or may still be: our writes use it, the peer's do, the
@@ -603,7 +607,7 @@ impl Negotiation {
     pub fn ucx_needed(&self) -> bool {
         match self.stage {
             Stage::Upgraded | Stage::Greeting(_) => true,
-            _ => self.peer.switched || (self.addr_sent && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof),
+            _ => self.peer.switched || (self.ours.addr_sent && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof),
         }
     }
 
@@ -617,7 +621,7 @@ impl Negotiation {
     /// then reads them rather than closing on them, since a kernel answers bytes that reach a
     /// closed socket with a reset, and a reset discards what the socket had not sent yet.
     pub fn peer_may_send_control(&self) -> bool {
-        self.peer_speaks_hadronio() || self.pending() || self.output == Output::CutShort
+        self.peer_speaks_hadronio() || self.pending() || self.ours.output == Output::CutShort
     }
 
     /// Whether the peer's stream carries frames now: it announces its end with a FIN frame, so
@@ -636,7 +640,7 @@ impl Negotiation {
 
     /// Whether our stream carries frames (FIN is a frame then, not a TCP FIN).
     pub fn framed(&self) -> bool {
-        self.ours == Ours::Framed
+        self.ours.carries == Ours::Framed
     }
 
     /// The peer's stream bytes come over UCX.

@@ -400,6 +400,18 @@ enum Msg {
     Pong(u64),
 }
 
+/// A side's UCX link, as far as the stream sees it.
+#[derive(Default)]
+struct FakeLink {
+    /// Whether its endpoint exists.
+    endpoint: bool,
+    /// Pings that came before the endpoint, to answer once it exists.
+    pending_pongs: Vec<u64>,
+    /// Data messages sent and read.
+    sent: u64,
+    read: u64,
+}
+
 /// One hadroNIO side: its negotiation, stream state, application data and fake link.
 pub struct Side {
     idx: usize,
@@ -408,12 +420,10 @@ pub struct Side {
     rx: RxState,
     tx: TxState,
     pub received: Vec<u8>,
+    /// What the application writes, and how much of it went.
     data: Vec<u8>,
     sent: usize,
-    endpoint: bool,
-    pending_pongs: Vec<u64>,
-    ucx_sent: u64,
-    ucx_read: u64,
+    link: FakeLink,
     shut: bool,
     pub failed: Option<Error>,
     pub ended: bool,
@@ -446,10 +456,7 @@ impl Side {
             received: Vec::new(),
             data,
             sent: 0,
-            endpoint: false,
-            pending_pongs: Vec::new(),
-            ucx_sent: 0,
-            ucx_read: 0,
+            link: FakeLink::default(),
             shut: false,
             failed: None,
             ended: false,
@@ -475,14 +482,24 @@ impl Side {
         self.failed.get_or_insert(error);
     }
 
-    /// One round of everything the connection does: actions, UCX, reads, writes, timeouts.
+    /// One round of everything the connection does: timeouts, actions, UCX, reads, writes.
     pub fn step(&mut self, ucx: &RefCell<Ucx>, rng: &mut Rng, now: Instant) {
         if self.failed.is_some() {
             return;
         }
-        if let Err(e) = self.neg.on_timeout(now) {
-            return self.fail(e);
+        let round = self.neg.on_timeout(now).and_then(|()| {
+            self.act(ucx, now);
+            self.take_notices(ucx);
+            self.receive(ucx, rng, now)
+        });
+        match round {
+            Ok(()) => self.send(ucx, rng, now),
+            Err(e) => self.fail(e),
         }
+    }
+
+    /// Carries out what the negotiation asks for.
+    fn act(&mut self, ucx: &RefCell<Ucx>, now: Instant) {
         while let Some(action) = self.neg.poll_action() {
             match action {
                 Action::OpenLink(_) => {
@@ -490,9 +507,9 @@ impl Side {
                     self.neg.on_link(Ok(addr));
                 }
                 Action::Connect(_) => {
-                    self.endpoint = true;
+                    self.link.endpoint = true;
                     self.neg.on_endpoint(Ok(()), now);
-                    for token in self.pending_pongs.drain(..) {
+                    for token in self.link.pending_pongs.drain(..) {
                         ucx.borrow_mut().to[1 - self.idx].push_back(Msg::Pong(token));
                     }
                 }
@@ -504,45 +521,48 @@ impl Side {
                 Action::Switched | Action::GaveUp(..) => {}
             }
         }
-        // UCX messages other than data.
+    }
+
+    /// Takes the UCX messages other than data: pings and pongs.
+    fn take_notices(&mut self, ucx: &RefCell<Ucx>) {
         let mut keep = VecDeque::new();
         let inbox = std::mem::take(&mut ucx.borrow_mut().to[self.idx]);
         for msg in inbox {
             match msg {
-                Msg::Ping(token) if self.endpoint => ucx.borrow_mut().to[1 - self.idx].push_back(Msg::Pong(token)),
-                Msg::Ping(token) => self.pending_pongs.push(token),
+                Msg::Ping(token) if self.link.endpoint => ucx.borrow_mut().to[1 - self.idx].push_back(Msg::Pong(token)),
+                Msg::Ping(token) => self.link.pending_pongs.push(token),
                 Msg::Pong(token) => self.neg.on_probe_answered(token),
                 data => keep.push_back(data),
             }
         }
         keep.extend(ucx.borrow_mut().to[self.idx].drain(..));
         ucx.borrow_mut().to[self.idx] = keep;
-        // What the socket reports as urgent data (EPOLLPRI), then read.
-        if let Err(e) = urgent(&mut self.neg, &self.wire, &mut self.rx, now) {
-            match e {
-                Failure::Negotiation(e) => return self.fail(e),
-                Failure::Io(e) => panic!("simulated socket failed: {e}"),
-            }
-        }
+    }
+
+    /// Reads what the socket reports as urgent data (EPOLLPRI), then the stream, then UCX data
+    /// once the peer switched; notes the end of the peer's stream.
+    fn receive(&mut self, ucx: &RefCell<Ucx>, rng: &mut Rng, now: Instant) -> Result<(), Error> {
+        let negotiation = |failure| match failure {
+            Failure::Negotiation(e) => e,
+            Failure::Io(e) => panic!("simulated socket failed: {e}"),
+        };
+        urgent(&mut self.neg, &self.wire, &mut self.rx, now).map_err(negotiation)?;
         let mut buf = vec![0u8; 1 + rng.below(700)];
-        let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+        let regions = [Region::of(&mut buf)];
         let mut cursor = Cursor::new(&regions);
-        match read(&mut self.neg, &self.wire, &mut self.rx, Some(&mut cursor), now) {
-            Ok(r) => self.received.extend_from_slice(&buf[..r.delivered]),
-            Err(Failure::Negotiation(e)) => return self.fail(e),
-            Err(Failure::Io(e)) => panic!("simulated socket failed: {e}"),
-        }
+        let r = read(&mut self.neg, &self.wire, &mut self.rx, Some(&mut cursor), now).map_err(negotiation)?;
+        self.received.extend_from_slice(&buf[..r.delivered]);
         if self.neg.peer_switched() && self.neg.deliverable() && self.rx.inbox.is_empty() {
             let mut to = ucx.borrow_mut();
             while let Some(Msg::Data(bytes)) = to.to[self.idx].front() {
                 self.received.extend_from_slice(bytes);
-                self.ucx_read += 1;
+                self.link.read += 1;
                 to.to[self.idx].pop_front();
             }
         }
         match self.neg.peer_fin() {
             // As the connection's end: the raw bytes read ahead before the peer's mark come first.
-            Some((messages, _)) if self.ucx_read >= messages && !self.neg.data_pending() && self.rx.inbox.is_empty() => {
+            Some((messages, _)) if self.link.read >= messages && !self.neg.data_pending() && self.rx.inbox.is_empty() => {
                 self.ended = true
             }
             _ => {}
@@ -551,20 +571,24 @@ impl Side {
             // A TCP end (a framed peer's stream that breaks off is a reset for the connection).
             self.ended = true;
         }
-        // Write.
+        Ok(())
+    }
+
+    /// Writes a piece of the application's data, or shuts the output down after the last.
+    fn send(&mut self, ucx: &RefCell<Ucx>, rng: &mut Rng, now: Instant) {
         if let Err(e) = flush(&mut self.neg, &self.wire, &self.rx) {
             panic!("simulated socket failed: {e}");
         }
         if self.sent < self.data.len() {
             self.neg.before_write(|| now);
             let n = (1 + rng.below(900)).min(self.data.len() - self.sent);
-            let chunk = self.data[self.sent..self.sent + n].to_vec();
+            let mut chunk = self.data[self.sent..self.sent + n].to_vec();
             if self.neg.write_mode() == WriteMode::Ucx && self.tx.early.is_empty() && !self.neg.has_output() {
                 ucx.borrow_mut().to[1 - self.idx].push_back(Msg::Data(chunk));
-                self.ucx_sent += 1;
+                self.link.sent += 1;
                 self.sent += n;
             } else if self.neg.write_mode() != WriteMode::Ucx {
-                let regions = [Region { addr: chunk.as_ptr() as usize, len: chunk.len() }];
+                let regions = [Region::of(&mut chunk)];
                 let mut src = Cursor::new(&regions);
                 write(&mut self.neg, &self.wire, &self.rx, &mut self.tx, &mut src).expect("simulated write");
                 self.sent += src.moved();
@@ -583,7 +607,7 @@ impl Side {
                 self.wire.expect_quiet();
             }
             if self.neg.framed() {
-                let messages = self.ucx_sent;
+                let messages = self.link.sent;
                 self.neg.fin(if self.neg.upgraded() { messages } else { 0 });
                 let _ = flush(&mut self.neg, &self.wire, &self.rx);
             } else {

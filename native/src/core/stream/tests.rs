@@ -209,7 +209,7 @@ fn a_server_that_requires_a_secret_fails_when_what_it_holds_fills() {
         sent += client.send(&data[sent..]).unwrap();
     }
     let mut buf = [0u8; 4096];
-    let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+    let regions = [Region::of(&mut buf)];
     let now = Instant::now();
     for _ in 0..1_000 {
         let mut dst = Cursor::new(&regions);
@@ -315,7 +315,7 @@ fn a_plain_clients_first_bytes_cost_a_hadronio_server_no_look_at_marks() {
     let mut neg = Negotiation::new(policy(Role::Server, None, 11));
     let mut rx = RxState::default();
     let mut buf = [0u8; 64];
-    let regions = [Region { addr: buf.as_mut_ptr() as usize, len: buf.len() }];
+    let regions = [Region::of(&mut buf)];
     let now = Instant::now();
     let mut dst = Cursor::new(&regions);
     let nothing = read(&mut neg, &server, &mut rx, Some(&mut dst), now).unwrap_or_else(|_| panic!("read failed"));

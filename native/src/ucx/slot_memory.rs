@@ -1,4 +1,4 @@
-//! The memory of a link's receive slots: an anonymous mapping of its own.
+//! The memory of a connection's receive slots: an anonymous mapping of its own.
 //!
 //! A link posts all its slots at once (32 of 16 KiB by default, 512 KiB), but a connection with
 //! one small message in flight writes only a few of their pages. From the heap, the allocator hands
