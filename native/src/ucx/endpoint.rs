@@ -241,19 +241,22 @@ impl Endpoint {
 
     /// Sends an active message (`header`, then the constant `data`) whose completion nobody
     /// waits for. UCX reads the header until the send completes, so it travels in a heap copy
-    /// that the completion frees; a pending request is returned to be waited for or freed (it
-    /// completes on its own).
-    pub fn am_send_owned(&self, lock: &WorkerLock<'_>, id: u32, header: &[u8], data: &'static [u8]) -> Result<Start<()>> {
+    /// that the completion frees; a pending send stays with the worker until then
+    /// ([`WorkerLock::detached_done_by`] waits for such sends).
+    pub fn am_send_owned(&self, lock: &WorkerLock<'_>, id: u32, header: &[u8], data: &'static [u8]) -> Result<()> {
         let copy: *mut Vec<u8> = Box::into_raw(Box::new(header.to_vec()));
         // SAFETY: the copy stays allocated until `free_header` runs at completion (or below when
         // UCX completed at once or refused: then the callback does not run); `data` is static.
         let started = unsafe { self.am_send_raw(lock, id, &*copy, data, free_header, copy as *mut c_void) };
         match started {
-            Ok(Start::Pending(request)) => Ok(Start::Pending(request)),
+            Ok(Start::Pending(request)) => {
+                lock.detach(request);
+                Ok(())
+            }
             other => {
                 // SAFETY: no callback will run; the copy is ours again.
                 drop(unsafe { Box::from_raw(copy) });
-                other
+                other.map(drop)
             }
         }
     }

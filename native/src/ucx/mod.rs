@@ -1,5 +1,6 @@
 //! Safe owners of UCX handles: [`Context`] → [`Worker`] → [`Endpoint`], one file each, with
-//! requests (`request.rs`), completion records (`completion.rs`), active messages (`am.rs`), the
+//! requests (`request.rs`), completion records (`completion.rs`), the memory operations use
+//! after their call returned, owned with their records (`buffers.rs`), active messages (`am.rs`), the
 //! sources sends pack their bytes from (`source.rs`), the memory receive slots are posted in
 //! (`slot_memory.rs`) and the host's RDMA devices (`devices.rs`).
 //!
@@ -13,6 +14,7 @@
 //! that lock held; they fill in a [`Completion`] and wake its owner, nothing else.
 
 mod am;
+mod buffers;
 mod completion;
 mod context;
 mod devices;
@@ -24,6 +26,7 @@ mod source;
 mod worker;
 
 pub use am::AmHandler;
+pub use buffers::{RecvBuffer, SendBuffer, SlotOwner, SlotRing};
 pub use completion::{Completion, Wake};
 pub use context::{shared_memory_layout, Context, ContextOptions};
 pub use devices::{is_software as is_software_rdma, rdma_devices, software_rdma_devices};

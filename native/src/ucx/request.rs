@@ -21,8 +21,9 @@ impl Request {
         self.0.as_ptr()
     }
 
-    /// Returns the request to UCX. If it is still pending it completes in the background and its
-    /// callback still runs.
+    /// Returns the request to UCX. If it is still pending, UCX finishes it in the background
+    /// without calling back: what it reads or writes must stay valid until then, and what its
+    /// callback would release is not released.
     pub fn free(self, _worker: &WorkerLock<'_>) {
         // SAFETY: the request came from UCX and is released exactly once (consumes `self`).
         unsafe { sys::ucp_request_free(self.as_ptr()) };

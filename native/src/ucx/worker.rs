@@ -61,6 +61,8 @@ pub struct Worker {
     /// Memory that requests of this worker may still write (see [`Worker::keep_until_destroyed`]);
     /// dropped after the worker is destroyed.
     kept: Mutex<Vec<Box<dyn Send>>>,
+    /// Pending sends nobody waits for (see [`WorkerLock::detach`]).
+    detached: Mutex<Vec<Request>>,
     /// Active-message handlers UCX may call (see [`WorkerLock::on_active_message`]); dropped
     /// after the worker is destroyed. Boxed: UCX holds the address of each `Arc`.
     #[allow(clippy::vec_box)]
@@ -98,6 +100,7 @@ impl Worker {
             event_fd: -1,
             address: Vec::new(),
             kept: Mutex::new(Vec::new()),
+            detached: Mutex::new(Vec::new()),
             handlers: Mutex::new(Vec::new()),
         };
         let mut fd: c_int = -1;
@@ -303,14 +306,16 @@ impl WorkerLock<'_> {
         }
     }
 
+    /// Whether `request` is still in progress.
+    fn in_progress(&self, request: &Request) -> bool {
+        // SAFETY: the request belongs to this worker and was not freed (`free` consumes it); the
+        // lock is held.
+        Status(unsafe { sys::ucp_request_check_status(request.as_ptr()) } as i8) == Status::IN_PROGRESS
+    }
+
     /// Progresses until `request` is no longer in progress.
     pub fn complete(&self, request: &Request) {
-        loop {
-            // SAFETY: the request is pending and owned by the caller; the lock is held.
-            let status = Status(unsafe { sys::ucp_request_check_status(request.as_ptr()) } as i8);
-            if status != Status::IN_PROGRESS {
-                return;
-            }
+        while self.in_progress(request) {
             self.progress();
         }
     }
@@ -319,9 +324,7 @@ impl WorkerLock<'_> {
     /// completed.
     pub fn complete_by(&self, requests: &[Request], deadline: Instant) -> bool {
         loop {
-            // SAFETY: the requests are owned by the caller and not freed; the lock is held.
-            let busy = requests.iter().any(|r| Status(unsafe { sys::ucp_request_check_status(r.as_ptr()) } as i8) == Status::IN_PROGRESS);
-            if !busy {
+            if !requests.iter().any(|r| self.in_progress(r)) {
                 return true;
             }
             if Instant::now() >= deadline {
@@ -329,6 +332,38 @@ impl WorkerLock<'_> {
             }
             self.progress();
         }
+    }
+
+    /// Keeps a pending send whose completion nobody waits for until it completed: freeing it
+    /// would stop its callback, which releases what the send reads. Frees the ones that
+    /// completed meanwhile (a worker destroyed first runs the callbacks of those left).
+    pub(super) fn detach(&self, request: Request) {
+        let mut detached = self.worker.detached.lock();
+        let mut left = Vec::with_capacity(detached.len() + 1);
+        for earlier in detached.drain(..) {
+            if self.in_progress(&earlier) {
+                left.push(earlier);
+            } else {
+                earlier.free(self);
+            }
+        }
+        left.push(request);
+        *detached = left;
+    }
+
+    /// Progresses until every detached send completed or `deadline` passed; true if they did.
+    pub fn detached_done_by(&self, deadline: Instant) -> bool {
+        let requests = std::mem::take(&mut *self.worker.detached.lock());
+        let done = self.complete_by(&requests, deadline);
+        let mut detached = self.worker.detached.lock();
+        for request in requests {
+            if self.in_progress(&request) {
+                detached.push(request);
+            } else {
+                request.free(self);
+            }
+        }
+        done
     }
 
     /// Cancels a pending receive; its callback runs with `CANCELED` during a later progress call

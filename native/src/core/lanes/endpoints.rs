@@ -10,7 +10,7 @@ use log::debug;
 use parking_lot::Mutex;
 
 use crate::core::protocol;
-use crate::ucx::{self, Endpoint, Start, Status, Worker};
+use crate::ucx::{self, Endpoint, Status, Worker};
 
 /// Connection ids whose UCX state changed during progress, collected by callbacks and handled by
 /// the progressing thread afterwards (outside the callbacks).
@@ -240,22 +240,16 @@ impl Endpoints {
         let peers: Vec<Arc<PeerEndpoint>> = self.map.lock().values().cloned().collect();
         let header = protocol::encode_goodbye(worker.address());
         let lock = worker.lock();
-        let mut requests = Vec::new();
         for peer in &peers {
             let Some(ep) = peer.ep().filter(|_| peer.failure().is_none()) else { continue };
-            match ep.am_send_owned(&lock, protocol::AM_GOODBYE, &header, &[]) {
-                Ok(Start::Pending(request)) => requests.push(request),
-                Ok(Start::Done(())) => {}
-                Err(e) => debug!("saying goodbye to a peer worker: {e}"),
+            if let Err(e) = ep.am_send_owned(&lock, protocol::AM_GOODBYE, &header, &[]) {
+                debug!("saying goodbye to a peer worker: {e}");
             }
         }
         // Small enough to go at once on every transport (a pending one waits for the peer).
         lock.progress();
-        if !lock.complete_by(&requests, Instant::now() + GOODBYE_WAIT) {
+        if !lock.detached_done_by(Instant::now() + GOODBYE_WAIT) {
             debug!("goodbye messages still in flight when the worker goes");
-        }
-        for request in requests {
-            request.free(&lock);
         }
     }
 

@@ -42,7 +42,7 @@ use super::error::{Error, Result, Status};
 use super::iov::Cursor;
 use super::lanes::{Lane, Notice, PeerEndpoint, Touched};
 use super::protocol::{self, Addr};
-use crate::ucx::{self, Completion, Request, SlotMemory, Start, Wake, WorkerLock};
+use crate::ucx::{self, Completion, RecvBuffer, Request, SendBuffer, SlotOwner, SlotRing, Wake, WorkerLock};
 
 /// Links a hub holds before further ones get [`CROWDED_SLOTS`] receive slots.
 pub const CROWDED_HUB: usize = 16;
@@ -104,6 +104,12 @@ impl Wake for Shared {
     }
 }
 
+impl SlotOwner for Shared {
+    fn slots(&self) -> &[Completion] {
+        &self.slots
+    }
+}
+
 /// What the completions of a link's operations wake: its `Shared`, which outlives them.
 fn waker(shared: &Arc<Shared>) -> *const dyn Wake {
     let shared: *const Shared = Arc::as_ptr(shared);
@@ -145,30 +151,9 @@ impl Shared {
     }
 }
 
-/// A staging buffer: bytes copied from the application, waiting for credits or for UCX; or a
-/// send from the application's memory that UCX is packing or had to queue (see
-/// [`Parts::send_direct`]).
-struct SendBuf {
-    status: Completion,
-    data: Vec<u8>,
-    /// Where a send from the application's memory reads its bytes: there, then `data`.
-    source: ucx::Source,
-    posted: bool,
-    request: Option<Request>,
-}
-
-impl SendBuf {
-    /// Whether the message was handed to UCX and UCX is done with it (the buffer may be reused).
-    fn sent(&self) -> bool {
-        self.posted && self.status.is_done()
-    }
-}
-
-/// A credit message in flight (its header must stay valid until it completes).
+/// The credit report: its message, and whether one is due.
 struct CreditSend {
-    status: Completion,
-    header: [u8; protocol::CREDIT_HEADER_LEN],
-    request: Option<Request>,
+    message: SendBuffer,
     /// A report is due that could not go yet (the last one was still in flight, or no endpoint).
     wanted: bool,
 }
@@ -197,7 +182,8 @@ const CREDIT_WAIT: Duration = Duration::from_millis(5);
 /// Largest BODY message this side accepts (announced in ADDR).
 pub const MAX_LARGE_MESSAGE: usize = 1 << 20;
 
-/// A BODY being received: into the caller's memory (blocking reads) or into the bounce buffer.
+/// A BODY being received (by [`Receiving::body`]): into the caller's memory (blocking reads) or
+/// into the body buffer.
 struct LargeRx {
     /// Its length, if UCX knew it when the receive was posted.
     expected: Option<usize>,
@@ -205,8 +191,6 @@ struct LargeRx {
     capacity: usize,
     into_user: bool,
     offset: usize,
-    status: Box<Completion>,
-    request: Option<Request>,
 }
 
 /// A BODY being sent straight from the caller's memory (blocking writes).
@@ -293,14 +277,13 @@ pub struct Parts {
     peer: Option<Peer>,
     rx: Receiving,
     tx: Sending,
-    credit: Box<CreditSend>,
+    credit: CreditSend,
 }
 
 /// The receiving half: the ring of posted slots and where the reader is in it, and the BODY
 /// being received.
 struct Receiving {
-    memory: SlotMemory,
-    requests: Vec<Option<Request>>,
+    ring: SlotRing,
     head: usize,
     head_offset: usize,
     /// Slot messages consumed by the application, and what the peer was told.
@@ -309,14 +292,18 @@ struct Receiving {
     posted: u64,
     large: Option<LargeRx>,
     large_seq: u64,
-    bounce: Vec<u8>,
+    /// Where BODY messages are received (their memory, or the record of a receive into the
+    /// caller's memory).
+    body: RecvBuffer,
 }
 
 /// The sending half: credits, staged messages and the BODY being sent.
 struct Sending {
     /// Our messages to the peer: sent and consumed by it.
     credits: TxCredits,
-    staged: VecDeque<Box<SendBuf>>,
+    /// Bytes copied from the application, waiting for credits or for UCX; or sends from the
+    /// application's memory that UCX had to queue (see [`Parts::send_direct`]).
+    staged: VecDeque<SendBuffer>,
     staged_bytes: usize,
     send_buffer: usize,
     /// Since when a blocking write waits for the peer's credits rather than copy whole slots
@@ -325,7 +312,7 @@ struct Sending {
     /// Whether slot messages go from the caller's memory through a [`ucx::Source`] (over shared
     /// memory; see [`Parts::send_direct`]); known once the endpoint is.
     direct: Option<bool>,
-    spare: Vec<Box<SendBuf>>,
+    spare: Vec<SendBuffer>,
     large: Option<LargeTx>,
     large_seq: u64,
 }
@@ -349,12 +336,10 @@ impl Link {
                 tx_wanted: AtomicBool::new(false),
             }
         });
-        let credit = Box::new(CreditSend {
-            status: Completion::new(waker(&shared), true),
-            header: [0; protocol::CREDIT_HEADER_LEN],
-            request: None,
-            wanted: false,
-        });
+        let worker = lane.worker.clone();
+        let credit = CreditSend { message: SendBuffer::new(&worker, shared.clone(), protocol::CREDIT_HEADER_LEN, false), wanted: false };
+        let ring = SlotRing::new(&worker, shared.clone(), slot_len).map_err(|e| Error::io("receive slots", &e))?;
+        let body = RecvBuffer::new(&worker, shared.clone());
         let mut link = Parts {
             shared,
             lane,
@@ -362,15 +347,14 @@ impl Link {
             ep: None,
             peer: None,
             rx: Receiving {
-                memory: SlotMemory::zeroed(count * slot_len).map_err(|e| Error::io("receive slots", &e))?,
-                requests: (0..count).map(|_| None).collect(),
+                ring,
                 head: 0,
                 head_offset: 0,
                 credits: RxCredits::new(slots),
                 posted: 0,
                 large: None,
                 large_seq: 0,
-                bounce: Vec::new(),
+                body,
             },
             tx: Sending {
                 credits: TxCredits::new(0),
@@ -385,7 +369,6 @@ impl Link {
             },
             credit,
         };
-        let worker = link.lane.worker.clone();
         {
             let lock = worker.lock();
             for slot in 0..count {
@@ -426,17 +409,7 @@ impl Parts {
     fn post(&mut self, lock: &WorkerLock<'_>, slot: usize) -> Result<()> {
         let tag = protocol::make_tag(self.shared.id, protocol::KIND_SLOT, self.rx.posted);
         self.rx.posted += 1;
-        let done = &self.shared.slots[slot];
-        done.start();
-        let buffer = self.rx.memory[slot * self.slot_len..].as_mut_ptr();
-        // SAFETY: the slot's memory and completion (and the `Shared` it wakes) live until the link
-        // is torn down, which cancels and waits for every pending receive first.
-        let started = unsafe { lock.tag_recv(buffer, self.slot_len, tag, protocol::FULL_MASK, done) };
-        match started {
-            Ok(request) => self.rx.requests[slot] = Some(request),
-            Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
-        }
-        Ok(())
+        self.rx.ring.post(lock, slot, tag).map_err(|e| Error::new(Status::Io, format!("posting a UCX receive: {e}")))
     }
 
     /// Sends a probe message (ping or pong) over the endpoint.
@@ -447,14 +420,8 @@ impl Parts {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
         let header = protocol::encode_probe(peer.id, kind, token);
-        match ep.am_send_owned(&lock, protocol::AM_PROBE, &header, &protocol::PROBE_PADDING) {
-            Ok(Start::Done(())) => Ok(()),
-            Ok(Start::Pending(request)) => {
-                request.free(&lock);
-                Ok(())
-            }
-            Err(e) => Err(Error::new(Status::Reset, format!("sending a UCX probe: {e}"))),
-        }
+        ep.am_send_owned(&lock, protocol::AM_PROBE, &header, &protocol::PROBE_PADDING)
+            .map_err(|e| Error::new(Status::Reset, format!("sending a UCX probe: {e}")))
     }
 
     /// The tokens of a ping and of a pong that arrived since the last call.
@@ -545,12 +512,8 @@ impl Parts {
     pub fn teardown(&mut self) -> bool {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
-        for request in self.rx.requests.iter().flatten() {
-            lock.cancel(request);
-        }
-        if let Some(request) = self.rx.large.as_ref().and_then(|l| l.request.as_ref()) {
-            lock.cancel(request);
-        }
+        self.rx.ring.cancel_all(&lock);
+        self.rx.body.cancel(&lock);
         let deadline = Instant::now() + TEARDOWN_WAIT;
         while self.receives_in_flight() && Instant::now() < deadline {
             lock.progress();
@@ -571,56 +534,26 @@ impl Parts {
 
     /// Whether a cancelled receive has not completed yet.
     fn receives_in_flight(&self) -> bool {
-        self.rx.large.as_ref().is_some_and(|l| l.request.is_some() && !l.status.is_done())
-            || self.rx.requests.iter().enumerate().any(|(i, r)| r.is_some() && !self.shared.slots[i].is_done())
-    }
-
-    /// Frees the receive requests that completed.
-    fn free_completed_receives(&mut self, lock: &WorkerLock<'_>) {
-        if self.rx.large.as_ref().is_some_and(|l| l.status.is_done()) {
-            if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
-                request.free(lock);
-            }
-        }
-        for (i, request) in self.rx.requests.iter_mut().enumerate() {
-            if request.is_some() && self.shared.slots[i].is_done() {
-                if let Some(request) = request.take() {
-                    request.free(lock);
-                }
-            }
-        }
+        self.rx.body.in_flight() || self.rx.ring.in_flight()
     }
 
     /// Frees sends that completed since; true when none is left (the link may be dropped).
     pub fn finish_teardown(&mut self) -> bool {
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
-        self.free_completed_receives(&lock);
+        let slots_free = self.rx.ring.release(&lock);
+        if self.rx.body.release(&lock) {
+            self.rx.large = None;
+        }
         if self.tx.large.as_ref().is_some_and(|l| l.status.is_done()) {
             if let Some(request) = self.tx.large.take().and_then(|l| l.request) {
                 request.free(&lock);
             }
         }
-        self.tx.staged.retain_mut(|buf| {
-            if buf.posted && !buf.status.is_done() {
-                return true;
-            }
-            if let Some(request) = buf.request.take() {
-                request.free(&lock);
-            }
-            false
-        });
-        self.tx.staged_bytes = self.tx.staged.iter().map(|b| b.data.len()).sum();
-        if self.credit.status.is_done() {
-            if let Some(request) = self.credit.request.take() {
-                request.free(&lock);
-            }
-        }
-        let done = self.tx.large.is_none()
-            && self.tx.staged.is_empty()
-            && self.credit.request.is_none()
-            && self.rx.large.is_none()
-            && self.rx.requests.iter().all(Option::is_none);
+        self.tx.staged.retain_mut(|buf| !buf.release(&lock));
+        self.tx.staged_bytes = self.tx.staged.iter().map(|b| b.bytes().len()).sum();
+        let credit_free = self.credit.message.release(&lock);
+        let done = self.tx.large.is_none() && self.tx.staged.is_empty() && credit_free && self.rx.large.is_none() && slots_free;
         if done {
             self.ep = None;
         }
@@ -630,37 +563,21 @@ impl Parts {
 
 impl Drop for Parts {
     fn drop(&mut self) {
-        if self.rx.requests.iter().any(Option::is_some) || self.rx.large.is_some() {
+        if self.rx.ring.has_requests() || self.rx.large.is_some() {
             self.teardown();
         }
         // Normally the hub kept the link until its requests ended; if not, give a live peer a
         // moment. Requests that do not end (a peer that vanished in the middle of a message) keep
-        // their memory with the worker: UCX must not write into freed buffers.
+        // their memory with the worker: UCX must not write into freed buffers. The buffers and
+        // the slots go there by themselves as they drop.
         let deadline = Instant::now() + DROP_WAIT;
         while !self.finish_teardown() && !self.lane.is_lost() && Instant::now() < deadline {
             self.lane.worker.lock().progress();
         }
         if !self.finish_teardown() {
             debug!("link {}: requests still in flight at drop (peer gone?); their memory stays with the worker", self.shared.id);
-            let credit = std::mem::replace(
-                &mut self.credit,
-                Box::new(CreditSend {
-                    status: Completion::idle(),
-                    header: [0; protocol::CREDIT_HEADER_LEN],
-                    request: None,
-                    wanted: false,
-                }),
-            );
-            let memory = (
-                std::mem::take(&mut self.tx.staged),
-                self.tx.large.take(),
-                self.rx.large.take(),
-                std::mem::take(&mut self.rx.requests),
-                std::mem::take(&mut self.rx.memory),
-                std::mem::take(&mut self.rx.bounce),
-                credit,
-            );
-            self.leave_to_ucx(memory);
+            let large = self.tx.large.take();
+            self.leave_to_ucx(large);
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::core::error::{Error, Result, Status};
 use crate::core::iov::Cursor;
 use crate::core::protocol;
 use crate::stats::{self, Counter};
-use crate::ucx::{self, Completion, Start, WorkerLock};
+use crate::ucx::{self, WorkerLock};
 
 use super::*;
 
@@ -22,7 +22,7 @@ impl Parts {
     /// Whether a read would return bytes (or make progress on a BODY).
     pub fn readable(&self) -> bool {
         match &self.rx.large {
-            Some(large) => large.status.is_done(),
+            Some(_) => self.rx.body.is_done(),
             None => self.shared.slots[self.rx.head].is_done(),
         }
     }
@@ -35,12 +35,12 @@ impl Parts {
     /// Whether a BODY is being received into the caller's memory (the caller must wait for it
     /// before returning, see [`Parts::large_rx_done`]).
     pub fn user_rx_pending(&self) -> bool {
-        self.rx.large.as_ref().is_some_and(|l| l.into_user && !l.status.is_done())
+        self.rx.large.as_ref().is_some_and(|l| l.into_user && !self.rx.body.is_done())
     }
 
     /// Whether the BODY receive into the caller's memory finished.
     pub fn large_rx_done(&self) -> bool {
-        self.rx.large.as_ref().map_or(true, |l| !l.into_user || l.status.is_done())
+        self.rx.large.as_ref().map_or(true, |l| !l.into_user || self.rx.body.is_done())
     }
 
     /// Copies received bytes into `dst`, consuming and re-posting slots; returns the byte count.
@@ -74,9 +74,8 @@ impl Parts {
                 self.start_body(dst, start, allow_user, worker, &mut lock)?;
                 continue;
             }
-            let base = self.rx.head * self.slot_len;
-            let bytes = &self.rx.memory[base + self.rx.head_offset..base + len];
-            let copied = dst.fill_from(bytes);
+            let received = self.rx.ring.received(self.rx.head).unwrap_or_default();
+            let copied = dst.fill_from(&received[self.rx.head_offset..]);
             self.rx.head_offset += copied;
             if self.rx.head_offset == len {
                 let lock = lock.get_or_insert_with(|| worker.lock());
@@ -96,11 +95,12 @@ impl Parts {
     /// caller's memory), and ends it once all of it was read. False while it is still arriving.
     fn read_large<'w>(&mut self, dst: &mut Cursor<'_>, worker: &'w ucx::Worker, lock: &mut Option<WorkerLock<'w>>) -> Result<bool> {
         let Some(large) = &mut self.rx.large else { return Ok(true) };
-        if !large.status.is_done() {
+        let body = &mut self.rx.body;
+        if !body.is_done() {
             return Ok(false);
         }
-        let status = large.status.status();
-        let got = large.status.length();
+        let status = body.status();
+        let got = body.length();
         if status != ucx::Status::OK || got == 0 || large.expected.is_some_and(|expected| got != expected) {
             return Err(Self::body_error(status, got, large.expected, large.capacity));
         }
@@ -108,14 +108,13 @@ impl Parts {
             dst.advance(got);
             large.offset = got;
         } else {
-            let copied = dst.fill_from(&self.rx.bounce[large.offset..got]);
+            let copied = dst.fill_from(&body.received()[large.offset..]);
             large.offset += copied;
         }
         if large.offset == got {
             let lock = lock.get_or_insert_with(|| worker.lock());
-            if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
-                request.free(lock);
-            }
+            body.release(lock);
+            self.rx.large = None;
             self.rx.large_seq += 1;
             self.consume_head(lock)?;
         }
@@ -156,9 +155,6 @@ impl Parts {
 
     /// Re-posts the head slot (for the message `slots` later) and moves on to the next one.
     pub(super) fn consume_head(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
-        if let Some(request) = self.rx.requests[self.rx.head].take() {
-            request.free(lock);
-        }
         self.post(lock, self.rx.head)?;
         self.rx.head = (self.rx.head + 1) % self.shared.slots.len();
         self.rx.head_offset = 0;
@@ -202,32 +198,22 @@ impl Parts {
     }
 
     /// Posts the receive of the next BODY into `user` memory (which holds its length if known,
-    /// else the largest BODY this side accepts), or into the bounce buffer, sized the same way.
+    /// else the largest BODY this side accepts), or into the body buffer, sized the same way.
     pub(super) fn start_large_rx(&mut self, lock: &WorkerLock<'_>, expected: Option<usize>, user: Option<usize>) -> Result<()> {
-        let status = Box::new(Completion::new(waker(&self.shared), false));
         let capacity = expected.unwrap_or_else(|| self.body_limit());
-        let buffer = match user {
-            Some(addr) => addr as *mut u8,
-            None => {
-                if self.rx.bounce.len() < capacity {
-                    self.rx.bounce.resize(capacity, 0);
-                }
-                self.rx.bounce.as_mut_ptr()
-            }
-        };
         let tag = protocol::make_tag(self.shared.id, protocol::KIND_BODY, self.rx.large_seq);
-        // SAFETY: the buffer (caller memory kept alive until the caller saw completion, or the
-        // bounce buffer owned by the link) and the boxed completion (and the `Shared` it wakes)
-        // stay valid until the receive completes; teardown cancels and waits for it.
-        let started = unsafe { lock.tag_recv(buffer, capacity, tag, protocol::FULL_MASK, &status) };
-        let request = match started {
-            Ok(request) => request,
-            Err(e) => return Err(Error::new(Status::Io, format!("posting a UCX receive: {e}"))),
+        let started = match user {
+            // SAFETY: no safe form: the memory is the Java caller's, lent for its read, and that
+            // read does not return before the receive ended (`user_rx_pending`; a closing channel
+            // cancels it and waits, `abandon_user_rx`).
+            Some(addr) => unsafe { self.rx.body.recv_lent(lock, tag, addr as *mut u8, capacity) },
+            None => self.rx.body.recv(lock, tag, capacity),
         };
+        started.map_err(|e| Error::new(Status::Io, format!("posting a UCX receive: {e}")))?;
         if user.is_some() {
             stats::count(Counter::LargeReceivesDirect);
         }
-        self.rx.large = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0, status, request: Some(request) });
+        self.rx.large = Some(LargeRx { expected, capacity, into_user: user.is_some(), offset: 0 });
         Ok(())
     }
 
@@ -240,24 +226,22 @@ impl Parts {
         }
         let worker = self.lane.worker.clone();
         let lock = worker.lock();
-        if let Some(request) = &large.request {
-            lock.cancel(request);
-        }
+        self.rx.body.cancel(&lock);
         // A matched receive completes when the rest of the message arrives or the endpoint
         // fails; a peer that died mid-message does neither.
         let deadline = Instant::now() + wait;
-        while !large.status.is_done() {
+        while !self.rx.body.is_done() {
             if Instant::now() >= deadline {
                 warn!("link {}: a receive into the caller's memory did not end in time; leaving it to UCX", self.shared.id);
-                let large = self.rx.large.take();
-                self.leave_to_ucx(large);
+                self.rx.large = None;
+                // The old record goes to the worker's keeping as it drops.
+                self.rx.body = RecvBuffer::new(&worker, self.shared.clone());
                 return;
             }
             lock.progress();
         }
-        if let Some(request) = self.rx.large.take().and_then(|l| l.request) {
-            request.free(&lock);
-        }
+        self.rx.body.release(&lock);
+        self.rx.large = None;
     }
 
     /// Sends the consumed count to the peer in an active message (one at a time).
@@ -266,28 +250,15 @@ impl Parts {
             self.credit.wanted = true;
             return Ok(());
         };
-        if !self.credit.status.is_done() {
+        let message = &mut self.credit.message;
+        if message.in_flight() {
             self.credit.wanted = true;
             return Ok(());
         }
-        if let Some(request) = self.credit.request.take() {
-            request.free(lock);
-        }
         self.credit.wanted = false;
-        self.credit.header = protocol::encode_credit(peer.id, self.rx.credits.consumed());
-        self.credit.status.start();
-        let credit = &mut *self.credit;
-        // SAFETY: the header and completion live in a box owned by the link until teardown, which
-        // completes every send first.
-        let started = unsafe { ep.am_send(lock, protocol::AM_CREDIT, &credit.header, &[], &credit.status) };
-        match started {
-            Ok(Start::Done(())) => credit.status.finish(),
-            Ok(Start::Pending(request)) => credit.request = Some(request),
-            Err(e) => {
-                credit.status.finish();
-                return Err(Error::new(Status::Reset, format!("sending credits: {e}")));
-            }
-        }
+        message.reset(lock);
+        message.filling().extend_from_slice(&protocol::encode_credit(peer.id, self.rx.credits.consumed()));
+        message.send_active(ep, lock, protocol::AM_CREDIT).map_err(|e| Error::new(Status::Reset, format!("sending credits: {e}")))?;
         if log::log_enabled!(log::Level::Trace) {
             trace!("link {}: reported {} consumed", self.shared.id, self.rx.credits.consumed());
         }

@@ -44,7 +44,7 @@ impl Parts {
     /// Bytes of staged messages not yet sent: completed sends count as gone even before their
     /// buffers are recycled (when the link is next used).
     fn unsent_staged(&self) -> usize {
-        self.tx.staged.iter().filter(|b| !b.sent()).map(|b| b.data.len()).sum()
+        self.tx.staged.iter().filter(|b| !b.sent()).map(|b| b.bytes().len()).sum()
     }
 
     /// The consumed count the peer reported since the credits were last taken, if it did.
@@ -55,7 +55,7 @@ impl Parts {
 
     /// Messages sent or staged: the count the peer must consume before end of stream.
     pub fn messages_committed(&self) -> u64 {
-        self.tx.credits.sent() + self.tx.staged.iter().filter(|b| !b.posted).count() as u64
+        self.tx.credits.sent() + self.tx.staged.iter().filter(|b| !b.posted()).count() as u64
     }
 
     /// Whether the peer consumed every message we sent. Only then may our endpoint close: UCX
@@ -66,7 +66,7 @@ impl Parts {
 
     /// Whether everything written has been handed to UCX and completed.
     pub fn tx_idle(&self) -> bool {
-        self.tx.staged.iter().all(|b| b.sent()) && self.tx.large.is_none() && self.credit.status.is_done()
+        self.tx.staged.iter().all(|b| b.sent()) && self.tx.large.is_none() && !self.credit.message.in_flight()
     }
 
     /// The tag of our next slot message.
@@ -93,7 +93,7 @@ impl Parts {
                 break;
             }
             let message = src.remaining().min(peer.slot_len);
-            let has_unposted = self.tx.staged.back().is_some_and(|b| !b.posted);
+            let has_unposted = self.tx.staged.back().is_some_and(|b| !b.posted());
             if !has_unposted && self.tx.credits.available() > 0 {
                 if blocking && self.tx.staged.is_empty() && peer.max_message >= large_min && src.remaining() >= large_min {
                     if let Some((addr, len)) = src.chunk(peer.max_message) {
@@ -122,12 +122,12 @@ impl Parts {
             if !self.stage(src, peer) {
                 break;
             }
-            if self.tx.staged.back().is_some_and(|b| b.data.len() == peer.slot_len) {
+            if self.tx.staged.back().is_some_and(|b| b.bytes().len() == peer.slot_len) {
                 self.post_staged(lock)?;
             }
         }
         self.post_staged(lock)?;
-        if self.tx.credits.available() == 0 && (self.tx.credit_wait.is_some() || self.tx.staged.back().is_some_and(|b| !b.posted)) {
+        if self.tx.credits.available() == 0 && (self.tx.credit_wait.is_some() || self.tx.staged.back().is_some_and(|b| !b.posted())) {
             stats::count(Counter::CreditStalls);
         }
         let written = src.moved() - start;
@@ -146,8 +146,9 @@ impl Parts {
         let status = Arc::new(Completion::new(waker(&self.shared), false));
         let tag = protocol::make_tag(peer.id, protocol::KIND_BODY, self.tx.large_seq);
         self.tx.large_seq += 1;
-        // SAFETY: the caller's memory stays valid until the send completed: the blocking writer
-        // waits for `user_tx_pending` to clear (teardown closes the endpoint, which completes it).
+        // SAFETY: no safe form: the memory is the Java caller's, lent for its write, and that
+        // write does not return before the send completed (it waits for `user_tx_pending` to
+        // clear; teardown closes the endpoint, which completes it).
         let started = unsafe { ep.tag_send(lock, addr as *const u8, len, tag, false, Some(&status)) };
         match started {
             Ok(Some(Start::Done(()))) | Ok(None) => {}
@@ -237,38 +238,19 @@ impl Parts {
             return Ok(false);
         }
         let tag = self.tag(peer);
-        let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
-        let len = bytes.len();
-        buf.source.point_at(bytes.as_ptr(), len);
-        // SAFETY: the source points at caller memory valid for this call; if UCX keeps the send,
-        // it is pointed at the boxed copy below before this returns (under the worker's lock),
-        // and the box stays in `staged` until the send completed (or teardown closed the
-        // endpoint, which completes it).
-        let started = unsafe { ep.tag_send_source(lock, &buf.source, tag, &buf.status) };
-        match started {
-            Ok(Start::Done(())) => {
-                buf.status.finish();
-                self.keep_spare(buf);
-            }
-            Ok(Start::Pending(request)) => {
-                buf.data.extend_from_slice(bytes);
-                buf.source.point_at(buf.data.as_ptr(), len);
-                buf.posted = true;
-                buf.request = Some(request);
-                self.tx.staged_bytes += len;
-                self.tx.staged.push_back(buf);
-            }
-            Err(e) => {
-                buf.status.finish();
-                return Err(send_failed(e));
-            }
+        let mut buf = fresh_buf(&mut self.tx.spare, &self.lane, &self.shared, peer);
+        if buf.send_from(ep, lock, tag, bytes).map_err(send_failed)? {
+            self.tx.staged_bytes += bytes.len();
+            self.tx.staged.push_back(buf);
+        } else {
+            self.keep_spare(buf);
         }
         self.tx.credits.on_sent();
         Ok(true)
     }
 
     /// Keeps a buffer whose send is over for the next one (two at most).
-    fn keep_spare(&mut self, buf: Box<SendBuf>) {
+    fn keep_spare(&mut self, buf: SendBuffer) {
         if self.tx.spare.len() < 2 {
             self.tx.spare.push(buf);
         }
@@ -277,9 +259,9 @@ impl Parts {
     /// Copies bytes from `src` into staging; `false` if the send buffer is full.
     pub(super) fn stage(&mut self, src: &mut Cursor<'_>, peer: Peer) -> bool {
         if let Some(tail) = self.tx.staged.back_mut() {
-            if !tail.posted && tail.data.len() < peer.slot_len {
-                let room = peer.slot_len - tail.data.len();
-                let copied = src.drain_append(&mut tail.data, room);
+            if !tail.posted() && tail.bytes().len() < peer.slot_len {
+                let room = peer.slot_len - tail.bytes().len();
+                let copied = src.drain_append(tail.filling(), room);
                 self.tx.staged_bytes += copied;
                 return true;
             }
@@ -287,8 +269,8 @@ impl Parts {
         if !self.tx.staged.is_empty() && self.tx.staged_bytes + peer.slot_len > self.tx.send_buffer {
             return false;
         }
-        let mut buf = fresh_buf(&mut self.tx.spare, &self.shared, peer);
-        let copied = src.drain_append(&mut buf.data, peer.slot_len);
+        let mut buf = fresh_buf(&mut self.tx.spare, &self.lane, &self.shared, peer);
+        let copied = src.drain_append(buf.filling(), peer.slot_len);
         self.tx.staged_bytes += copied;
         self.tx.staged.push_back(buf);
         true
@@ -298,22 +280,10 @@ impl Parts {
     pub(super) fn post_staged(&mut self, lock: &WorkerLock<'_>) -> Result<()> {
         let Some(peer) = self.peer else { return Ok(()) };
         let Some(ep) = self.ep.as_ref().and_then(|p| p.ep()) else { return Ok(()) };
-        let mut index = self.tx.staged.iter().position(|b| !b.posted).unwrap_or(self.tx.staged.len());
+        let mut index = self.tx.staged.iter().position(|b| !b.posted()).unwrap_or(self.tx.staged.len());
         while index < self.tx.staged.len() && self.tx.credits.available() > 0 {
             let tag = self.tag(peer);
-            let buf = &mut self.tx.staged[index];
-            // SAFETY: the buffer and its status are boxed and stay in `staged` until the send
-            // completed (or teardown closed the endpoint, which completes it).
-            let started = unsafe { ep.tag_send(lock, buf.data.as_ptr(), buf.data.len(), tag, false, Some(&buf.status)) };
-            buf.posted = true;
-            match started {
-                Ok(Some(Start::Done(()))) | Ok(None) => buf.status.finish(),
-                Ok(Some(Start::Pending(request))) => buf.request = Some(request),
-                Err(e) => {
-                    buf.status.finish();
-                    return Err(send_failed(e));
-                }
-            }
+            self.tx.staged[index].send(ep, lock, tag).map_err(send_failed)?;
             self.tx.credits.on_sent();
             index += 1;
         }
@@ -338,10 +308,8 @@ impl Parts {
             let buf = &self.tx.staged[i];
             if buf.sent() {
                 if let Some(mut buf) = self.tx.staged.remove(i) {
-                    if let Some(request) = buf.request.take() {
-                        request.free(lock);
-                    }
-                    self.tx.staged_bytes -= buf.data.len();
+                    self.tx.staged_bytes -= buf.bytes().len();
+                    buf.reset(lock);
                     self.keep_spare(buf);
                 }
             } else {
@@ -366,21 +334,10 @@ impl Parts {
     }
 }
 
-/// An empty staging buffer of a link (its `spare` list and `shared`), a spare one if there is one.
-fn fresh_buf(spare: &mut Vec<Box<SendBuf>>, shared: &Arc<Shared>, peer: Peer) -> Box<SendBuf> {
-    let mut buf = spare.pop().unwrap_or_else(|| {
-        Box::new(SendBuf {
-            status: Completion::on_demand(waker(shared)),
-            data: Vec::with_capacity(peer.slot_len),
-            source: ucx::Source::default(),
-            posted: false,
-            request: None,
-        })
-    });
-    buf.data.clear();
-    buf.posted = false;
-    buf.status.start();
-    buf
+/// An empty staging buffer of a link (its `spare` list, `lane` and `shared`), a spare one if there
+/// is one.
+fn fresh_buf(spare: &mut Vec<SendBuffer>, lane: &Lane, shared: &Arc<Shared>, peer: Peer) -> SendBuffer {
+    spare.pop().unwrap_or_else(|| SendBuffer::new(&lane.worker, shared.clone(), peer.slot_len, true))
 }
 
 /// The error of a write whose message UCX refused: the connection is reset.
