@@ -29,24 +29,31 @@ public final class Counters implements DynamicMBean {
     }
 
     /**
-     * How long after the library loaded the MBean is registered. Starting the platform MBean
-     * server (unless the application did) costs tens of milliseconds of CPU, which would compete
-     * with the application's start and first connections on a small host.
+     * How often the {@code hadronio-start} thread looks whether the JVM has an MBean server to
+     * register with. Starting the platform MBean server costs about 100 ms of CPU (its classes,
+     * the compilers' work on them), more than all of hadroNIO's own start: it is left to whoever
+     * uses JMX (the application, {@code -Dcom.sun.management.jmxremote}, or a tool that attaches
+     * and starts the management agent, as jconsole and {@code hadronio counters} do), and the
+     * counters join it within this interval.
      */
-    static final long REGISTER_DELAY_MILLIS = 1000;
+    static final long LOOK_MILLIS = 1000;
 
     /**
-     * Registers the MBean with the platform MBean server; called on the {@code hadronio-start}
-     * thread {@link #REGISTER_DELAY_MILLIS} after the library loaded.
+     * Registers the MBean with the platform MBean server once the JVM has one; whether it did (or
+     * never will: a runtime without {@code java.management}). Cheap while there is none.
      */
-    static void register() {
+    static boolean registerOnceServed() {
         try {
+            if (javax.management.MBeanServerFactory.findMBeanServer(null).isEmpty()) {
+                return false;
+            }
             java.lang.management.ManagementFactory.getPlatformMBeanServer()
                     .registerMBean(new Counters(), new ObjectName(OBJECT_NAME));
         } catch (Exception | LinkageError e) {
             // A runtime without java.management, or a second class loader's copy of hadroNIO.
             Log.logger().log(Level.DEBUG, () -> "the JMX MBean " + OBJECT_NAME + " is not registered: " + e);
         }
+        return true;
     }
 
     /** Every counter by name, in a fixed order. */

@@ -177,10 +177,11 @@ public final class NativeLoader {
     /**
      * What follows the library's load on the {@code hadronio-start} daemon thread, so that the
      * application's thread goes on: the way to direct buffer addresses without a native call
-     * (milliseconds of method-handle set-up in a JVM that just started), then, a second later,
-     * the counters' MBean. The thread runs at a lower priority (the application's threads go
-     * first while the JVM starts). A class rather than a lambda: a JVM that never bootstrapped
-     * one would spend milliseconds on it here.
+     * (milliseconds of method-handle set-up in a JVM that just started); then the counters'
+     * MBean, once the JVM has an MBean server (it looks every {@link Counters#LOOK_MILLIS} ms).
+     * The thread runs at a lower priority (the application's threads go first while the JVM
+     * starts). A class rather than a lambda: a JVM that never bootstrapped one would spend
+     * milliseconds on it here.
      */
     private static final class Startup implements Runnable {
         static void begin() {
@@ -195,18 +196,15 @@ public final class NativeLoader {
 
         @Override
         public void run() {
-            long start = System.nanoTime();
             Native.yieldToApplication();
             Buffers.prepare();
             try {
-                long left = Counters.REGISTER_DELAY_MILLIS - (System.nanoTime() - start) / 1_000_000;
-                if (left > 0) {
-                    Thread.sleep(left);
-                }
+                do {
+                    Thread.sleep(Counters.LOOK_MILLIS);
+                } while (!Counters.registerOnceServed());
             } catch (InterruptedException e) {
-                return;
+                // Nothing left to do.
             }
-            Counters.register();
         }
     }
 

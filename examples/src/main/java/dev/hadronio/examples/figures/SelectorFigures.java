@@ -29,10 +29,11 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What many connections on one selector cost: native memory per idle connection, the time of
- * {@code selectNow()} with 1000 registered connections, and the CPU a JVM uses while it holds 100
- * idle connections in {@code select()} for 10 s. Each provider runs in its own pair of JVMs (a
- * holder and a peer), so the JDK's figures come from the same run.
+ * What many connections on one selector cost: the CPU a fresh JVM uses in the 5 s after it opened
+ * its first 100 connections (its start's work in the background), native memory per idle
+ * connection, the time of {@code selectNow()} with 1000 registered connections, and the CPU a JVM
+ * uses while it holds 100 idle connections in {@code select()} for 10 s. Each provider runs in its
+ * own pair of JVMs (a holder and a peer), so the JDK's figures come from the same run.
  *
  * <p>{@code hadronio bench selector [-c connections]}
  */
@@ -40,6 +41,7 @@ public final class SelectorFigures {
     private static final int IDLE_CONNECTIONS = 100;
     private static final int IDLE_SECONDS = 10;
     private static final int SELECT_NOW_CALLS = 200_000;
+    private static final int START_SECONDS = 5;
 
     private final int connections;
     private final PrintStream out;
@@ -63,6 +65,7 @@ public final class SelectorFigures {
         String format = "%-44s %14s %14s %10s%n";
         out.printf(Locale.ROOT, format, "figure", "JDK", "hadroNIO", "ratio");
         out.println("-".repeat(85));
+        row(format, "CPU, " + START_SECONDS + " s after a fresh JVM's first " + IDLE_CONNECTIONS, "startCpuMillis", results, "ms", 1);
         row(format, "native memory per idle connection", "memoryPerConnection", results, "KiB", 1.0 / 1024);
         row(format, "selectNow() with " + connections + " registered", "selectNowNanos", results, "ns", 1);
         row(format, "CPU, " + IDLE_CONNECTIONS + " idle connections, " + IDLE_SECONDS + " s", "idleCpuPercent", results, "%", 1);
@@ -188,10 +191,13 @@ public final class SelectorFigures {
 
     private static void holder(int port, int count) throws Exception {
         InetSocketAddress address = new InetSocketAddress("127.0.0.1", port);
-        // Warm up: code paths, the selector's worker, thread-local buffers.
+        com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+        // The JVM's first connections, then what it spends while they idle: its start's work.
         Selector selector = Selector.open();
-        List<SocketChannel> warm = open(address, 20, selector);
-        for (SocketChannel channel : warm) {
+        List<SocketChannel> first = open(address, IDLE_CONNECTIONS, selector);
+        figure("startCpuMillis", idleCpuNanos(os, selector, START_SECONDS) / 1e6);
+        for (SocketChannel channel : first) {
             channel.close();
         }
         selector.selectNow();
@@ -217,21 +223,22 @@ public final class SelectorFigures {
         }
         selector.selectNow();
         settle();
-        com.sun.management.OperatingSystemMXBean os =
-            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-        long cpuStart = os.getProcessCpuTime();
-        long wallStart = System.nanoTime();
-        long deadline = wallStart + TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
-        while (System.nanoTime() < deadline) {
-            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-            selector.selectedKeys().clear();
-        }
-        long cpu = os.getProcessCpuTime() - cpuStart;
-        figure("idleCpuPercent", 100.0 * cpu / (System.nanoTime() - wallStart));
+        figure("idleCpuPercent", 100.0 * idleCpuNanos(os, selector, IDLE_SECONDS) / TimeUnit.SECONDS.toNanos(IDLE_SECONDS));
         for (SocketChannel channel : channels) {
             channel.close();
         }
         selector.close();
+    }
+
+    /** The process's CPU time while it waits in {@code select()} for {@code seconds}. */
+    private static long idleCpuNanos(com.sun.management.OperatingSystemMXBean os, Selector selector, int seconds) throws IOException {
+        long cpuStart = os.getProcessCpuTime();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (System.nanoTime() < deadline) {
+            selector.select(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+            selector.selectedKeys().clear();
+        }
+        return os.getProcessCpuTime() - cpuStart;
     }
 
     /** Opens {@code count} connections, registers them, and completes one echo on each. */

@@ -88,9 +88,14 @@ public final class OpsCli {
         try (JMXConnector connector = JMXConnectorFactory.connect(new JMXServiceURL(vm.startLocalManagementAgent()))) {
             MBeanServerConnection server = connector.getMBeanServerConnection();
             ObjectName name = new ObjectName(COUNTERS);
+            // hadroNIO joins an MBean server within a second of its start (the agent just started one).
+            long deadline = System.nanoTime() + 3_000_000_000L;
+            while (!server.isRegistered(name) && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
             if (!server.isRegistered(name)) {
                 throw new Exception("JVM " + pid + " has no " + COUNTERS
-                        + " (is hadroNIO its selector provider, and active? It registers the MBean a second after it loads)");
+                        + " (is hadroNIO its selector provider, and active?)");
             }
             out.printf(Locale.ROOT, "hadroNIO counters of JVM %s%n", pid);
             out.printf(Locale.ROOT, "%-22s %16s  %s%n", "counter", "value", "meaning");
