@@ -32,8 +32,7 @@ pub fn initialize() {
             .try_init();
         ucx::disable_signal_handlers();
         ucx::logging::route_to_logger();
-        // SAFETY: registers a function without arguments that catches its own panics.
-        if unsafe { libc::atexit(end_connections_at_exit) } != 0 {
+        if !net::host::at_exit(end_connections_at_exit) {
             log::warn!("cannot register the end of connections at exit: a peer of a JVM that exits without closing its connections reads a reset");
         }
         match ucx::check_runtime_version() {

@@ -401,7 +401,6 @@ pub const KIND_SLOT: u64 = 0;
 pub const KIND_BODY: u64 = 2;
 const SEQ_BITS: u32 = 30;
 pub const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
-pub const FULL_MASK: u64 = u64::MAX;
 /// Mask of every message to one destination (used to discard what was never read).
 pub const DEST_MASK: u64 = 0xFFFF_FFFF_0000_0000;
 

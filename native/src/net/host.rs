@@ -1,4 +1,5 @@
-//! The few facts about the host and the process that the core asks the kernel for directly.
+//! The few facts about the host and the process that the core asks the kernel for directly, and
+//! the process's exit hook.
 
 use std::time::Duration;
 
@@ -16,6 +17,13 @@ pub fn coarse_now() -> Duration {
     // SAFETY: a valid out-pointer; CLOCK_MONOTONIC_COARSE exists since Linux 2.6.32.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) };
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+}
+
+/// Has `f` called when the process exits (`atexit`); false if it cannot be registered. An
+/// `extern "C"` function cannot unwind into the C library: a panic in it aborts.
+pub fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: `f` is a function without arguments that lives as long as the process.
+    unsafe { libc::atexit(f) == 0 }
 }
 
 /// The process's soft limit of open file descriptors; `None` if unlimited or unknown.

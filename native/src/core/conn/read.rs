@@ -214,8 +214,9 @@ impl Conn {
         state.tcp.kernel.inside += 1;
         let governor = kernel_spin(state.settings.spin_ns);
         drop(state);
-        // SAFETY: the descriptor stays open while `kernel.inside` counts this read (a release
-        // defers its close until then).
+        // SAFETY: no safe form: the socket lives in the state, which this read leaves unlocked
+        // while it waits in the kernel; the descriptor stays open while `kernel.inside` counts
+        // this read (a release defers its close until then).
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
         let received = match self.spin_recv(governor, fd, parts) {
             Some(received) => received,
