@@ -106,11 +106,6 @@ impl SendBuffer {
         self.state.record.in_flight()
     }
 
-    /// How the send ended (after [`SendBuffer::sent`]).
-    pub fn status(&self) -> Status {
-        self.state.record.done.status()
-    }
-
     /// The bytes to add to before they are sent.
     ///
     /// # Panics

@@ -61,18 +61,6 @@ impl Completion {
         Completion { on_demand: true, ..Completion::new(waker, false) }
     }
 
-    /// A record that wakes nobody, done (for an owner with nothing in flight).
-    pub fn idle() -> Completion {
-        Completion {
-            waker: None,
-            on_demand: false,
-            done: AtomicBool::new(true),
-            status: AtomicI8::new(0),
-            tag: AtomicU64::new(0),
-            len: AtomicUsize::new(0),
-        }
-    }
-
     pub fn is_done(&self) -> bool {
         self.done.load(Ordering::Acquire)
     }
@@ -188,7 +176,6 @@ mod tests {
         }
         assert!(completion.is_done() && completion.status().0 == 0);
         assert_eq!(owner.0.load(Ordering::Relaxed), 2);
-        assert!(Completion::idle().is_done());
     }
 
     /// Counts only the wakes it asked for.

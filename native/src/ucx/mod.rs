@@ -32,7 +32,7 @@ pub use context::{shared_memory_layout, Context, ContextOptions};
 pub use devices::{is_software as is_software_rdma, rdma_devices, software_rdma_devices};
 pub use endpoint::{check_worker_address, Endpoint, ErrorHandler};
 pub use request::{Request, Start};
-pub use slot_memory::SlotMemory;
+use slot_memory::SlotMemory;
 pub use source::Source;
 pub use worker::{Worker, WorkerLock};
 
