@@ -48,6 +48,11 @@ const OWNER_AWAY_TICK: Duration = Duration::from_millis(1);
 /// itself; asking lets connections that are done (closed ones among them) go.
 const OWNED_SCAN_INTERVAL: Duration = Duration::from_millis(50);
 
+/// How late the background thread may tell a channel of its time, so that the times of
+/// connections opened together come in one wake-up (a client's looks for a stream, say, at
+/// doubling ages of each of a hundred connections opened within milliseconds).
+const TIMER_SLACK: Duration = Duration::from_millis(5);
+
 /// How long a closed connection's socket waits for the peer to close as well.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -222,7 +227,7 @@ impl Background {
         loop {
             let closing = self.drain_closing();
             let next_timer = self.fire_timers();
-            let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()));
+            let until_timer = next_timer.map(|at| at.saturating_duration_since(Instant::now()) + TIMER_SLACK);
             for hub in std::mem::take(&mut *self.incoming.lock()) {
                 if !adopted.iter().any(|(h, _)| Arc::ptr_eq(h, &hub)) {
                     // A selector hub's events belong to the selector's thread: not nested.

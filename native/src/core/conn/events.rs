@@ -97,12 +97,23 @@ impl Conn {
         let id = {
             let mut state = self.lock();
             state.deadline_asked = None;
+            let now = Instant::now();
+            let mut acted = Self::announced_deadline(&state).is_some_and(|at| now >= at);
             if let Some(neg) = &mut state.neg {
-                if let Err(e) = neg.on_timeout(Instant::now()) {
-                    self.set_fatal(&mut state, e);
+                match neg.on_timeout(now) {
+                    Ok(changed) => acted |= changed,
+                    Err(e) => {
+                        self.set_fatal(&mut state, e);
+                        acted = true;
+                    }
                 }
             }
             self.drive(&mut state);
+            if !acted {
+                // A client's look for a stream that found none: its keys and waiters would wake
+                // for nothing (a hundred fresh connections look seven times each).
+                return;
+            }
             state.id
         };
         self.notify_keys();

@@ -59,15 +59,18 @@ impl Negotiation {
         self.actions.push_back(Action::Switched);
     }
 
-    /// Time passed: an offer wait, an authentication or a probe may have run out.
-    pub fn on_timeout(&mut self, now: Instant) -> Result<()> {
+    /// Time passed: an offer wait, an authentication or a probe may have run out. False if
+    /// nothing was due but a client's look for a stream that did not come (a waiter has nothing
+    /// to learn then).
+    pub fn on_timeout(&mut self, now: Instant) -> Result<bool> {
         let millis = |d: Duration| d.as_millis();
         if let (Some(since), false, true) = (self.auth.since, self.auth.verified, self.policy.secret.is_some()) {
             if now >= since + self.policy.auth_wait && self.error().is_none() {
                 return self.fail(Error::new(
                     Status::Protocol,
                     format!("hadroNIO authentication failed: the peer did not authenticate within {} ms", millis(self.policy.auth_wait)),
-                ));
+                ))
+                .map(|()| true);
             }
         }
         let offer_wait = self.policy.offer_wait;
@@ -75,7 +78,7 @@ impl Negotiation {
         if matches!(self.stage, Stage::Answered { reached: true }) {
             if self.mark_due(now) {
                 self.send_mark(now);
-                return Ok(());
+                return Ok(true);
             }
             while self.next_mark_check().is_some_and(|at| now >= at) {
                 self.client.mark_checks += 1;
@@ -90,16 +93,15 @@ impl Negotiation {
                 let why = Why::from(format!("no answer to the hadroNIO offer within {} ms", millis(offer_wait)));
                 self.path = Path::Tcp(why.clone());
                 self.actions.push_back(Action::GaveUp(TcpReason::PlainPeer, why));
+                Ok(true)
             }
-            Stage::Greeting(greeting) => {
-                if matches!(greeting.endpoint, Endpoint::Probing { deadline } if now >= deadline) {
-                    let why = format!("the UCX path did not carry a probe round trip within {} ms", millis(probe_wait));
-                    self.give_up(TcpReason::NoPath, why);
-                }
+            Stage::Greeting(greeting) if matches!(greeting.endpoint, Endpoint::Probing { deadline } if now >= deadline) => {
+                let why = format!("the UCX path did not carry a probe round trip within {} ms", millis(probe_wait));
+                self.give_up(TcpReason::NoPath, why);
+                Ok(true)
             }
-            _ => {}
+            _ => Ok(false),
         }
-        Ok(())
     }
 
     /// Our output is shut down. While our stream is raw that ends the upgrade (our mark can no

@@ -487,7 +487,7 @@ impl Side {
         if self.failed.is_some() {
             return;
         }
-        let round = self.neg.on_timeout(now).and_then(|()| {
+        let round = self.neg.on_timeout(now).and_then(|_| {
             self.act(ucx, now);
             self.take_notices(ucx);
             self.receive(ucx, rng, now)

@@ -75,6 +75,24 @@ fn a_client_that_wrote_once_and_got_its_answer_stays_on_tcp_while_it_waits() {
 }
 
 #[test]
+fn a_look_for_a_stream_that_finds_none_reports_nothing_to_wake_for() {
+    for seed in 0..20 {
+        let mut delayed = policy(Role::Client, None, 11);
+        delayed.mark_delay = Duration::from_millis(5);
+        // 30 ms: the first looks are behind, the last ones (to 320 ms) ahead.
+        let (mut client, _) = run_open(seed, delayed, policy(Role::Server, None, 22), (1, 15_000), 3_000);
+        let mut looks = 0;
+        while let Some(at) = client.neg.deadline() {
+            // The connection's waiters and selectors are woken only when a time changes something.
+            assert_eq!(client.neg.on_timeout(at).ok(), Some(false), "seed {seed}: look {looks}");
+            looks += 1;
+            assert!(looks < 10, "seed {seed}: the looks do not end");
+        }
+        assert!(looks >= 2 && !client.neg.framed(), "seed {seed}: {looks} looks, path {}", client.neg.path());
+    }
+}
+
+#[test]
 fn a_connection_per_request_stays_plain_while_the_mark_waits() {
     for seed in 0..100 {
         let mut delayed = policy(Role::Client, None, 11);
