@@ -34,7 +34,7 @@ final class Apps {
     static Map<String, App> all() {
         Map<String, App> apps = new LinkedHashMap<>();
         for (App app : new App[] {new JettyApp(false), new JettyApp(true), new ZooKeeperApp(), new WorkerPoolApp(),
-                new NettyHttpApp(), new StreamApp(), new VirtualThreadApp()}) {
+                new NettyHttpApp(), new MinaApp(), new StreamApp(), new VirtualThreadApp()}) {
             apps.put(app.name(), app);
         }
         return apps;

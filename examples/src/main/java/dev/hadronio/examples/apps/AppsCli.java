@@ -32,7 +32,7 @@ public final class AppsCli {
         bench.addSubcommand("app-client", new ClientProgram(out));
     }
 
-    @Command(name = "apps", description = "Real applications (Jetty, ZooKeeper, a selector with a worker pool, netty HTTP, a full-duplex "
+    @Command(name = "apps", description = "Real applications (Jetty, ZooKeeper, a selector with a worker pool, netty HTTP, Apache MINA, a full-duplex "
             + "stream, virtual threads), server and client in two JVMs, with the JDK's provider and with hadroNIO; "
             + "prints a table with the ratios and writes apps.csv and apps.png.", mixinStandardHelpOptions = true)
     static final class Compare implements Callable<Integer> {
