@@ -39,6 +39,9 @@ final class FaultChecks {
         final long rss;
         final long serverFds;
         final long serverRss;
+        /** UCX workers alive on each side (created minus destroyed): kept ones hold descriptors. */
+        final long workers;
+        final long serverWorkers;
 
         /** Measures once the descriptors of both sides stay the same for a second (closed connections are gone), at most 60 s. */
         Steady(Target target) throws Exception {
@@ -60,17 +63,52 @@ final class FaultChecks {
             serverFds = lastServer;
             rss = Kernel.residentBytes();
             serverRss = target.serverFigure("stats", "rss");
+            Map<String, Long> counters = Hadronio.counters();
+            workers = counters.getOrDefault("WorkersCreated", 0L) - counters.getOrDefault("WorkersDestroyed", 0L);
+            serverWorkers = serverCounter(target, "WorkersCreated") - serverCounter(target, "WorkersDestroyed");
+        }
+
+        /** A counter of the server's hadroNIO; 0 where it runs on the JDK's provider (it has none). */
+        private static long serverCounter(Target target, String name) throws Exception {
+            try {
+                return target.serverFigure("counters", name);
+            } catch (IOException e) {
+                return 0;
+            }
+        }
+
+        /**
+         * Descriptors this side may hold beyond {@code then}'s: two, and those of UCX workers kept
+         * for reuse that were not alive then (a selector's hub keeps one made ahead of need after
+         * each lane it opens, up to {@code hadronio.spareWorkers}, 4).
+         */
+        static long allowedGrowth(long workersThen, long workersNow) {
+            long kept = Math.max(0, workersNow - workersThen);
+            return kept <= SPARE_WORKERS ? 2 + kept * WORKER_DESCRIPTORS : 2;
         }
     }
 
-    /** Fails if descriptors grew or resident memory grew by more than 64 MiB on either side since {@code before}. */
+    /** Workers hadroNIO keeps for reuse at most (the default of {@code hadronio.spareWorkers}). */
+    private static final long SPARE_WORKERS = 4;
+
+    /** Descriptors a UCX worker holds at most: its event fd, shared-memory segments, transport sockets. */
+    private static final long WORKER_DESCRIPTORS = 8;
+
+    /**
+     * Fails if descriptors grew (beyond those of workers kept for reuse, see
+     * {@link Steady#allowedGrowth}) or resident memory grew by more than 64 MiB on either side
+     * since {@code before}.
+     */
     static Check steady(Target target, AtomicReference<Steady> before) {
         return new Check("steadyResources", "descriptors and memory after the faults", 120, () -> {
             Steady now = new Steady(target);
             Steady then = before.get();
-            String figures = String.format(Locale.ROOT, "descriptors %d -> %d here, %d -> %d on the server; resident memory %+.1f MiB here, %+.1f MiB on the server",
-                    then.fds, now.fds, then.serverFds, now.serverFds, (now.rss - then.rss) / 1048576.0, (now.serverRss - then.serverRss) / 1048576.0);
-            if (now.fds > then.fds + 2 || now.serverFds > then.serverFds + 2
+            String figures = String.format(Locale.ROOT, "descriptors %d -> %d here, %d -> %d on the server; UCX workers %d -> %d here, %d -> %d on the server;"
+                    + " resident memory %+.1f MiB here, %+.1f MiB on the server",
+                    then.fds, now.fds, then.serverFds, now.serverFds, then.workers, now.workers, then.serverWorkers, now.serverWorkers,
+                    (now.rss - then.rss) / 1048576.0, (now.serverRss - then.serverRss) / 1048576.0);
+            if (now.fds > then.fds + Steady.allowedGrowth(then.workers, now.workers)
+                    || now.serverFds > then.serverFds + Steady.allowedGrowth(then.serverWorkers, now.serverWorkers)
                     || now.rss - then.rss > 64 << 20 || now.serverRss - then.serverRss > 64 << 20) {
                 throw new IllegalStateException("resources grew: " + figures);
             }
