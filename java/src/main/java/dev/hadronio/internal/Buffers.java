@@ -145,6 +145,8 @@ public final class Buffers {
     };
 
     private static final ThreadLocal<ByteBuffer> TEMPORARY = new ThreadLocal<>();
+    /** The smallest temporary buffer. */
+    private static final int TEMPORARY_MIN = 512;
     private static final ThreadLocal<IoVector> VECTORS = new ThreadLocal<IoVector>() {
         @Override
         protected IoVector initialValue() {
@@ -176,13 +178,15 @@ public final class Buffers {
 
     /**
      * A direct buffer of this thread with at least {@code min(length, TEMPORARY_BUFFER_LIMIT)}
-     * bytes, position 0. Valid until the thread's next call.
+     * bytes, position 0. Valid until the thread's next call. It grows in powers of two from what
+     * the thread asked for: a thread-per-connection server's thousands of threads that read a few
+     * bytes into heap buffers keep that much native memory each, not more.
      */
     public static ByteBuffer temporary(int length) {
         int wanted = Math.min(length, Config.TEMPORARY_BUFFER_LIMIT);
         ByteBuffer buffer = TEMPORARY.get();
         if (buffer == null || buffer.capacity() < wanted) {
-            int capacity = Math.max(wanted, 16 * 1024);
+            int capacity = Math.max(wanted, TEMPORARY_MIN);
             capacity = Math.min(Integer.highestOneBit(capacity - 1) << 1, Config.TEMPORARY_BUFFER_LIMIT);
             buffer = ByteBuffer.allocateDirect(Math.max(capacity, wanted));
             TEMPORARY.set(buffer);
