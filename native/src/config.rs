@@ -61,6 +61,12 @@ pub struct Upgrade {
     /// Without a secret: how long after connecting a client that wrote once starts the upgrade
     /// (its second write starts it at once), in milliseconds; 0: at once.
     pub delay_ms: u64,
+    /// Bytes a channel in blocking mode whose UCX worker serves other channels too must have
+    /// written or read before it upgrades to a peer on this host (0: it upgrades as others do).
+    /// There each message over shared memory wakes the thread that progresses the worker and
+    /// then the reader, where the kernel wakes the reader alone: that pays for bulk transfers,
+    /// not for small messages.
+    pub shared_bytes: u64,
 }
 
 impl Default for Settings {
@@ -81,6 +87,7 @@ impl Default for Settings {
                 secret: None,
                 offer_ms: 200,
                 delay_ms: 20,
+                shared_bytes: 64 * 1024,
             },
         }
     }
@@ -101,7 +108,7 @@ pub fn automatic_blocking_workers() -> usize {
 
 /// Order of the values in the `long[]` passed to `Native.init`.
 /// KEEP IN SYNC: java/src/main/java/dev/hadronio/internal/Config.java
-pub const SETTING_NAMES: [&str; 13] = [
+pub const SETTING_NAMES: [&str; 14] = [
     "slots",
     "slotLength",
     "sendBufferLength",
@@ -115,6 +122,7 @@ pub const SETTING_NAMES: [&str; 13] = [
     "blockingWorkers",
     "upgradeDelayMillis",
     "softwareRdma",
+    "sharedUpgradeBytes",
 ];
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -155,6 +163,7 @@ impl Settings {
                 secret: secret.and_then(Secret::new),
                 offer_ms: range(9, 0, 60_000)? as u64,
                 delay_ms: range(11, 0, 60_000)? as u64,
+                shared_bytes: range(13, 0, 1 << 30)? as u64,
             },
         })
     }
@@ -183,6 +192,7 @@ impl Settings {
         note(upgrade.offer_ms != usual.offer_ms, "offerMillis", upgrade.offer_ms.to_string());
         note(upgrade.delay_ms != usual.delay_ms, "upgradeDelayMillis", upgrade.delay_ms.to_string());
         note(upgrade.software_rdma != usual.software_rdma, "softwareRdma", upgrade.software_rdma.to_string());
+        note(upgrade.shared_bytes != usual.shared_bytes, "sharedUpgradeBytes", upgrade.shared_bytes.to_string());
         changes
     }
 
@@ -203,27 +213,36 @@ mod tests {
 
     #[test]
     fn changes_name_what_differs_from_the_defaults() {
-        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 0, 20, 0];
+        let mut values = [32, 16384, 262144, 50000, 30000, 1, 1, 30000, 4, 200, 0, 20, 0, 65536];
         assert!(Settings::from_values(&values, None, "").unwrap().changes().is_empty());
         values[0] = 8;
         values[5] = 0;
         values[11] = 0;
         values[12] = 1;
+        values[13] = 0;
         let changes = Settings::from_values(&values, Some(b"x"), "").unwrap().changes();
         assert_eq!(
             changes,
-            ["hadronio.slots=8", "hadronio.transport=tcp", "hadronio.secret=(set)", "hadronio.upgradeDelayMillis=0", "hadronio.softwareRdma=true"]
+            [
+                "hadronio.slots=8",
+                "hadronio.transport=tcp",
+                "hadronio.secret=(set)",
+                "hadronio.upgradeDelayMillis=0",
+                "hadronio.softwareRdma=true",
+                "hadronio.sharedUpgradeBytes=0"
+            ]
         );
     }
 
     #[test]
     fn validates_ranges() {
-        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2, 5, 1];
+        let good = [8, 16384, 262144, 50000, 1000, 1, 0, 4000, 4, 200, 2, 5, 1, 1024];
         let s = Settings::from_values(&good, Some(b"x"), "").unwrap();
         assert_eq!(s.slots, 8);
         assert_eq!(s.liveness_ms, 4000);
         assert_eq!(s.workers, Workers { spare: 4, blocking: 2 });
         assert_eq!(s.upgrade.delay_ms, 5);
+        assert_eq!(s.upgrade.shared_bytes, 1024);
         assert!(s.upgrade.ucx && !s.ipv6 && s.upgrade.software_rdma);
         assert!(s.upgrade.secret.is_some());
         assert!(Settings::from_values(&good, Some(b""), "").unwrap().upgrade.secret.is_none());
@@ -248,6 +267,9 @@ mod tests {
         let mut bad = good;
         bad[12] = 2;
         assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("softwareRdma = 2"));
+        let mut bad = good;
+        bad[13] = -1;
+        assert!(Settings::from_values(&bad, None, "").unwrap_err().contains("sharedUpgradeBytes = -1"));
         assert!(Settings::from_values(&good[..3], None, "").is_err());
         let mut automatic = good;
         automatic[10] = 0;

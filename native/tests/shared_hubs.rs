@@ -2,7 +2,8 @@
 //! workers) of the first ones, and the threads of different channels take turns progressing a
 //! hub: each wakes when its own connection has something, the leadership passes on when its
 //! holder leaves, and a close from another thread wakes the thread blocked on that connection.
-//! (A process of its own: the setting is process-wide.)
+//! Small messages upgrade too here (`hadronio.sharedUpgradeBytes=0`), so that the hubs' waiting
+//! is what carries them. (A process of its own: the settings are process-wide.)
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::sync::{mpsc, Arc, Once};
 use std::thread;
 use std::time::Duration;
 
-use hadronio::config::{settings, Settings, Workers};
+use hadronio::config::{settings, Settings, Upgrade, Workers};
 use hadronio::core::conn::Conn;
 use hadronio::core::error::Status;
 use hadronio::core::listener::Listener;
@@ -23,7 +24,9 @@ const WORKERS: usize = 2;
 fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        assert!(Settings::install(Settings { workers: Workers { blocking: WORKERS, ..Settings::default().workers }, ..Settings::default() }));
+        let usual = Settings::default();
+        let upgrade = Upgrade { shared_bytes: 0, ..usual.upgrade.clone() };
+        assert!(Settings::install(Settings { workers: Workers { blocking: WORKERS, ..usual.workers }, upgrade, ..usual }));
     });
 }
 

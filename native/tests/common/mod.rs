@@ -90,10 +90,13 @@ pub fn read_exactly(conn: &Conn, buf: &mut [u8], stall: Option<Duration>) {
 }
 
 /// Echo round trips in blocking mode until both sides of a new connection have switched to UCX.
+/// The first carries `hadronio.sharedUpgradeBytes`: blocking connections that share a hub (as
+/// the tests' pairs on one hub do) upgrade to a peer on this host only after that much.
 pub fn upgrade(client: &Conn, server: &Conn, round: u8) {
     let deadline = Instant::now() + UPGRADE_WAIT;
+    let mut first = settings().upgrade.shared_bytes as usize;
     while Instant::now() < deadline {
-        let mut hello = vec![round; 1000];
+        let mut hello = vec![round; std::mem::take(&mut first).max(1000)];
         assert_eq!(client.write(&region(&mut hello), true).unwrap(), hello.len());
         let mut echo = vec![0u8; hello.len()];
         read_exactly(server, &mut echo, None);

@@ -10,7 +10,8 @@ use log::{debug, info, log_enabled, warn, Level};
 
 use crate::core::error::{Error, Result, Status};
 use crate::core::background::background;
-use crate::core::identity;
+use crate::core::hub::Hub;
+use crate::core::identity::{self, Locality};
 use crate::core::protocol::Identity;
 use crate::core::link::{self, Link};
 use crate::core::negotiation::{Action, Negotiation, Policy, TcpReason, Why};
@@ -117,6 +118,12 @@ impl Conn {
         };
         let s = state.settings;
         let locality = identity::locality(&identity::ours(s.slot_len), &identity);
+        if let Some(why) = Self::small_on_shared_worker(&hub, locality, state) {
+            if let Some(neg) = &mut state.neg {
+                neg.on_link(Err(why));
+            }
+            return;
+        }
         if may_wait && !hub.lane_is_open(locality) {
             if let Some(me) = self.arc() {
                 if hub.open_lane_later(locality, Some(Arc::<Conn>::downgrade(&me) as _)) {
@@ -142,6 +149,25 @@ impl Conn {
         if let Some(neg) = &mut state.neg {
             neg.on_link(result);
         }
+    }
+
+    /// Why a connection in blocking mode stays on the kernel's TCP where its hub's UCX worker
+    /// serves other channels too and the peer runs on this host, unless it moved
+    /// `hadronio.sharedUpgradeBytes` already: over shared memory each message wakes the thread
+    /// that leads the hub and then the reader, where the kernel wakes the reader alone, so small
+    /// messages answer sooner on TCP; bulk transfers still gain. Peers on other hosts upgrade:
+    /// there the network, not the wake-up, dominates what TCP costs.
+    fn small_on_shared_worker(hub: &Hub, locality: Locality, state: &State) -> Option<String> {
+        let limit = state.settings.upgrade.shared_bytes;
+        let moved = state.neg.as_deref().map_or(0, Negotiation::moved);
+        let local = matches!(locality, Locality::Local(_) | Locality::ThisProcess);
+        (local && moved < limit && hub.shared_by_threads()).then(|| {
+            format!(
+                "a channel in blocking mode that shares its UCX worker with {} others moved {moved} bytes, fewer than \
+                 hadronio.sharedUpgradeBytes ({limit}): the kernel's TCP answers small messages sooner on this host",
+                hub.connections() - 1
+            )
+        })
     }
 
     // --- the negotiation ------------------------------------------------------------------------

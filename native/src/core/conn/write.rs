@@ -71,8 +71,12 @@ impl Conn {
         };
         let before = src.moved();
         let result = stream::write(neg, socket, &state.rx, &mut state.tx, src);
-        stats::add(Counter::BytesSentTcp, (src.moved() - before) as u64);
-        if before == 0 && src.moved() > 0 && neg.pending() && neg.on_write(Instant::now()) {
+        let sent = src.moved() - before;
+        stats::add(Counter::BytesSentTcp, sent as u64);
+        if neg.pending() {
+            neg.on_written(sent);
+        }
+        if before == 0 && sent > 0 && neg.pending() && neg.on_write(Instant::now()) {
             // A second write brought the client's mark: it goes out now.
             self.flush_control(state);
         }

@@ -283,6 +283,12 @@ impl Hub {
         }
     }
 
+    /// Whether this is the hub of channels in blocking mode that more than one channel shares:
+    /// its threads take turns progressing it, and a message for one wakes the leader first.
+    pub fn shared_by_threads(&self) -> bool {
+        self.owner == Owner::Blocking && self.connections() > 1
+    }
+
     pub fn is_selector(&self) -> bool {
         self.owner == Owner::Selector
     }

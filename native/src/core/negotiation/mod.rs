@@ -374,6 +374,8 @@ pub struct Negotiation {
 struct OurStream {
     /// How it carries our bytes.
     carries: Ours,
+    /// Bytes of the application it carried while the upgrade was undecided.
+    written: u64,
     /// Whether we ever sent ADDR (the peer may switch only then).
     addr_sent: bool,
     /// Whether it was shut down.
@@ -442,7 +444,7 @@ impl Negotiation {
             out: Vec::new(),
             urgent: None,
             actions: Actions::default(),
-            ours: OurStream { carries: Ours::Raw, addr_sent: false, output: Output::Open },
+            ours: OurStream { carries: Ours::Raw, written: 0, addr_sent: false, output: Output::Open },
             path,
             auth: Auth::default(),
             client: ClientSide::default(),
@@ -609,6 +611,17 @@ impl Negotiation {
             Stage::Upgraded | Stage::Greeting(_) => true,
             _ => self.peer.switched || (self.ours.addr_sent && !self.peer.raw && self.peer.fin.is_none() && !self.peer.eof),
         }
+    }
+
+    /// The application wrote `n` bytes to the stream while the upgrade was undecided.
+    pub fn on_written(&mut self, n: usize) {
+        self.ours.written += n as u64;
+    }
+
+    /// The most bytes the application moved in one direction before the upgrade was decided
+    /// (written, or read as raw bytes).
+    pub fn moved(&self) -> u64 {
+        self.ours.written.max(self.peer.raw_read)
     }
 
     /// Whether the peer proved it speaks hadroNIO (its mark came).

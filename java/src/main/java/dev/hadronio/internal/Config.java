@@ -43,6 +43,9 @@ import java.util.TreeSet;
  * <tr><td>hadronio.softwareRdma</td><td>false</td><td>{@code true}: upgrade also where UCX reaches
  * the peer only through a software RDMA device (Soft-RoCE, soft-iWARP), slower than the kernel's
  * TCP</td></tr>
+ * <tr><td>hadronio.sharedUpgradeBytes</td><td>65536</td><td>bytes a channel in blocking mode whose UCX
+ * worker serves other channels too must have written or read before it upgrades to a peer on this
+ * host (0: it upgrades as others do)</td></tr>
  * </table>
  *
  * <p>Other {@code hadronio.*} properties are reported with a warning that names the closest known
@@ -66,12 +69,14 @@ public final class Config {
     public static final String UPGRADE_DELAY_MILLIS = "hadronio.upgradeDelayMillis";
     public static final String RULES = "hadronio.rules";
     public static final String SOFTWARE_RDMA = "hadronio.softwareRdma";
+    public static final String SHARED_UPGRADE_BYTES = "hadronio.sharedUpgradeBytes";
     public static final String REQUIRED = "hadronio.required";
 
     /** Every property this class reads. */
     static final List<String> KNOWN = Collections.unmodifiableList(Arrays.asList(SLOTS, SLOT_LENGTH,
             SEND_BUFFER_LENGTH, SPIN_MICROS, LINGER_MILLIS, LIVENESS_MILLIS, SPARE_WORKERS, BLOCKING_WORKERS, TRANSPORT,
-            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, UPGRADE_DELAY_MILLIS, RULES, REQUIRED, SOFTWARE_RDMA));
+            UCX_LIBRARY, NATIVE_DIRECTORY, SECRET, OFFER_MILLIS, UPGRADE_DELAY_MILLIS, RULES, REQUIRED, SOFTWARE_RDMA,
+            SHARED_UPGRADE_BYTES));
 
     private static final List<String> FOREIGN_PREFIXES = Arrays.asList("hadronio.test.", "hadronio.reliability.",
             "hadronio.conformance.");
@@ -89,6 +94,7 @@ public final class Config {
     final long blockingWorkers;
     final long offerMillis;
     final long upgradeDelayMillis;
+    final long sharedUpgradeBytes;
     final String rules;
     final boolean ucx;
     final boolean softwareRdma;
@@ -106,6 +112,7 @@ public final class Config {
         livenessMillis = integer(LIVENESS_MILLIS, 30_000, 0, 86_400_000);
         offerMillis = integer(OFFER_MILLIS, 200, 0, 60_000);
         upgradeDelayMillis = integer(UPGRADE_DELAY_MILLIS, 20, 0, 60_000);
+        sharedUpgradeBytes = integer(SHARED_UPGRADE_BYTES, 65536, 0, 1 << 30);
         String rulesText = System.getProperty(RULES);
         rules = rulesText == null ? "" : rulesText;
         spareWorkers = integer(SPARE_WORKERS, 4, 0, 64);
@@ -204,7 +211,7 @@ public final class Config {
     long[] values() {
         return new long[] {
             slots, slotLength, sendBufferLength, spinNanos, lingerMillis, ucx ? 1 : 0, ipv6 ? 1 : 0, livenessMillis,
-            spareWorkers, offerMillis, blockingWorkers, upgradeDelayMillis, softwareRdma ? 1 : 0
+            spareWorkers, offerMillis, blockingWorkers, upgradeDelayMillis, softwareRdma ? 1 : 0, sharedUpgradeBytes
         };
     }
 

@@ -29,7 +29,8 @@ import org.junit.runners.Parameterized.Parameters;
  * between the two JVMs); hadroNIO with {@code UCX_TLS=tcp} in both JVMs' environment (UCX over TCP);
  * the same with UCX's rendezvous threshold raised to 1 MiB, so that bodies of large messages up to that
  * size arrive eagerly, often before their receive is posted. For hadroNIO every connection must have
- * been upgraded, over a shared-memory lane, or a TCP lane and no shared memory, respectively.
+ * been upgraded, over a shared-memory lane, or a TCP lane and no shared memory, respectively (its JVMs
+ * set {@code hadronio.sharedUpgradeBytes=0}: small messages upgrade on shared workers too).
  *
  * <p>Containers, both providers: {@code netns}, the two JVMs in two network namespaces joined by a
  * veth pair (UCX's default transports; needs root and iproute2), and {@code ipc}, the client in IPC and
@@ -107,6 +108,11 @@ public class IntegrityTest {
     private ChildJvm start(VethPair pair, boolean server, String name, Object... args) throws Exception {
         ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
                 .jvm("-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m").args(args);
+        if (provider == Reliability.Provider.HADRONIO) {
+            // The 16 connections of a JVM share its blocking workers and decide their path on
+            // one-byte round trips; this test is about the UCX path, which they must all take.
+            builder.jvm("-Dhadronio.sharedUpgradeBytes=0");
+        }
         if (transport.startsWith("tcp")) {
             builder.env("UCX_TLS", "tcp");
         }
