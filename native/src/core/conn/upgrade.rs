@@ -163,9 +163,9 @@ impl Conn {
         let local = matches!(locality, Locality::Local(_) | Locality::ThisProcess);
         (local && moved < limit && hub.shared_by_threads()).then(|| {
             format!(
-                "a channel in blocking mode that shares its UCX worker with {} others moved {moved} bytes, fewer than \
+                "a channel in blocking mode whose UCX worker serves {} connections moved {moved} bytes, fewer than \
                  hadronio.sharedUpgradeBytes ({limit}): the kernel's TCP answers small messages sooner on this host",
-                hub.connections() - 1
+                hub.connections()
             )
         })
     }

@@ -615,7 +615,7 @@ impl Negotiation {
 
     /// The application wrote `n` bytes to the stream while the upgrade was undecided.
     pub fn on_written(&mut self, n: usize) {
-        self.ours.written += n as u64;
+        self.ours.written = self.ours.written.saturating_add(n as u64);
     }
 
     /// The most bytes the application moved in one direction before the upgrade was decided
