@@ -109,8 +109,9 @@ public class IntegrityTest {
         ChildJvm.Builder builder = new ChildJvm.Builder(name, IntegrityPeer.class).provider(provider)
                 .jvm("-Xms512m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m").args(args);
         if (provider == Reliability.Provider.HADRONIO) {
-            // The 16 connections of a JVM share its blocking workers and decide their path on
-            // one-byte round trips; this test is about the UCX path, which they must all take.
+            // The 16 connections of a JVM share its blocking workers on a small host (4 on two
+            // cores) and decide their path on one-byte round trips; this test is about the UCX
+            // path, which they must all take.
             builder.jvm("-Dhadronio.sharedUpgradeBytes=0");
         }
         if (transport.startsWith("tcp")) {
