@@ -75,10 +75,10 @@ impl Conn {
         stats::add(Counter::BytesSentTcp, sent as u64);
         if neg.pending() {
             neg.on_written(sent);
-        }
-        if before == 0 && sent > 0 && neg.pending() && neg.on_write(Instant::now()) {
-            // A second write brought the client's mark: it goes out now.
-            self.flush_control(state);
+            if before == 0 && sent > 0 && neg.on_write(Instant::now()) {
+                // A second write brought the client's mark: it goes out now.
+                self.flush_control(state);
+            }
         }
         match result {
             Ok(()) => {
