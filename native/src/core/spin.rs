@@ -23,6 +23,14 @@
 //!   negative the hub does not spin, but one wait in [`PROBE_EVERY`] still does, so that it learns
 //!   when traffic became quick again.
 //!
+//! - on sockets alone, while its thread is idle for a good part of the time: a hub whose thread
+//!   has been busy for more than [`BUSY_LIMIT`] of the time between its waits (an I/O thread
+//!   that keeps up with a stream of requests) sleeps at once when it waits only for sockets. Its
+//!   waits are short anyway, and a spin that ends them sooner leaves it less to read and write
+//!   per call, so that it pays more system calls per request; the kernel wakes a thread
+//!   sleeping on sockets at no extra cost to the sender. Waits for UCX are left to the score: a
+//!   sleep there arms the worker, and a sender then signals it.
+//!
 //! On a big idle host every waiting thread spins; on a host whose cores are all busy none does;
 //! an application whose answers take longer than the window (an HTTP server's worker threads,
 //! say) stops spinning after a few misses.
@@ -44,17 +52,66 @@ const SCORE_LIMIT: i32 = 16;
 /// A hub that stopped spinning still spins on one wait in this many.
 pub const PROBE_EVERY: u32 = 32;
 
-/// Whether spinning pays off on one hub, learned from how its spins ended.
+/// Share of the time (in 1024ths) a hub's thread may be busy between its waits for it still to
+/// spin when it waits for sockets alone.
+pub const BUSY_LIMIT: u32 = 768;
+
+/// Whether spinning pays off on one hub, learned from how its spins ended and how busy its
+/// thread is between waits.
 pub struct Governor {
     window: Duration,
     score: AtomicI32,
     waits: AtomicU32,
+    /// When the last wait ended, in nanoseconds since [`epoch`] (0: none yet).
+    ended_ns: AtomicU64,
+    /// The busy share between waits, in 1024ths, averaged over the last few waits.
+    busy: AtomicU32,
 }
 
 impl Governor {
     /// A governor for spins of at most `window_ns` (0: never spin).
     pub fn new(window_ns: u64) -> Governor {
-        Governor { window: Duration::from_nanos(window_ns), score: AtomicI32::new(0), waits: AtomicU32::new(0) }
+        Governor {
+            window: Duration::from_nanos(window_ns),
+            score: AtomicI32::new(0),
+            waits: AtomicU32::new(0),
+            ended_ns: AtomicU64::new(0),
+            busy: AtomicU32::new(0),
+        }
+    }
+
+    /// A wait begins (one that found nothing ready); the value goes to [`Governor::wait_ended`].
+    pub fn wait_began(&self) -> u64 {
+        if self.window.is_zero() {
+            return 0;
+        }
+        now_ns()
+    }
+
+    /// The wait that began at `began` ended: the time since the previous one ended counts as
+    /// busy, its own as idle.
+    pub fn wait_ended(&self, began: u64) {
+        if began == 0 {
+            return;
+        }
+        let now = now_ns();
+        let previous = self.ended_ns.swap(now, Ordering::Relaxed);
+        if previous == 0 || previous > began {
+            return;
+        }
+        let work = began - previous;
+        let total = now - previous;
+        if total == 0 {
+            return;
+        }
+        let sample = (work.saturating_mul(1024) / total) as u32;
+        let _ = self.busy.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |busy| Some(moved(busy, sample)));
+    }
+
+    /// Whether the hub's thread has been busy for more than [`BUSY_LIMIT`] of the time between
+    /// its waits lately.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::Relaxed) > BUSY_LIMIT
     }
 
     /// How long the next wait may spin, if at all.
@@ -137,10 +194,20 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
+/// Nanoseconds since [`epoch`], never 0.
+fn now_ns() -> u64 {
+    epoch().elapsed().as_nanos() as u64 + 1
+}
+
+/// An average that moves an eighth of the way from `average` to `sample`.
+fn moved(average: u32, sample: u32) -> u32 {
+    (average as i64 + (sample as i64 - average as i64) / 8) as u32
+}
+
 /// Whether the host's runnable threads (this one included) fit on its CPUs, and threads have not
 /// been kept waiting for a CPU lately.
 pub fn core_free() -> bool {
-    let now = epoch().elapsed().as_nanos() as u64 + 1;
+    let now = now_ns();
     let checked = CHECKED_NS.load(Ordering::Relaxed);
     if now.saturating_sub(checked) < RECHECK.as_nanos() as u64
         || CHECKED_NS.compare_exchange(checked, now, Ordering::AcqRel, Ordering::Relaxed).is_err()
@@ -270,6 +337,37 @@ mod tests {
         governor.missed();
         assert!(governor.window().is_some());
         assert_eq!(Governor::new(0).window(), None);
+    }
+
+    #[test]
+    fn the_busy_share_follows_the_time_between_waits() {
+        let governor = Governor::new(50_000);
+        assert!(!governor.busy());
+        // Waits of about 1 ms with 1 ms of work between them: half busy.
+        for _ in 0..40 {
+            let began = governor.wait_began();
+            std::thread::sleep(Duration::from_millis(1));
+            governor.wait_ended(began);
+            let until = Instant::now() + Duration::from_millis(1);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        }
+        assert!(!governor.busy(), "half busy counts as idle enough: {}", governor.busy.load(Ordering::Relaxed));
+        // Then 2 ms of work between waits of nearly nothing.
+        for _ in 0..40 {
+            let until = Instant::now() + Duration::from_millis(2);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            let began = governor.wait_began();
+            governor.wait_ended(began);
+        }
+        assert!(governor.busy(), "busy: {}", governor.busy.load(Ordering::Relaxed));
+        assert_eq!(moved(0, 1024), 128);
+        assert_eq!(moved(1024, 0), 896);
+        // Without spinning, no clock is read.
+        assert_eq!(Governor::new(0).wait_began(), 0);
     }
 
     #[test]

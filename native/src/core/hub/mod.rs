@@ -76,6 +76,8 @@ thread_local! {
     /// The connection ids a progress call of this thread takes from a lane's touched list, kept
     /// between calls for its capacity: a spare without a lock, since only this thread uses it.
     static TOUCHED: Cell<Vec<u32>> = const { Cell::new(Vec::new()) };
+    /// The same for the nested hubs a call of this thread works on without holding their list.
+    static NESTED: Cell<Vec<Arc<Hub>>> = const { Cell::new(Vec::new()) };
 }
 
 /// Minimum interval between socket event checks of non-blocking progress.
@@ -583,14 +585,46 @@ impl Hub {
         graveyard.len() < before
     }
 
-    fn progress_nested(&self) {
+    /// Runs `f` on every nested hub, without holding the list (`f` may take other hubs' locks)
+    /// and without allocating: a waiting leader calls this at every round.
+    pub(super) fn each_nested(&self, mut f: impl FnMut(&Hub)) {
         if self.nested.is_empty() {
             return;
         }
-        let nested: Vec<Arc<Hub>> = self.nested.with(|nested| nested.iter().map(|(h, _)| h.clone()).collect());
-        for hub in nested {
-            self.poll_nested(&hub);
+        // A call nested in `f` finds no spare and starts a list of its own.
+        let mut hubs = NESTED.with(Cell::take);
+        self.nested.with(|nested| hubs.extend(nested.iter().map(|(h, _)| h.clone())));
+        for hub in &hubs {
+            f(hub);
         }
+        hubs.clear();
+        NESTED.with(|spare| spare.set(hubs));
+    }
+
+    fn progress_nested(&self) {
+        self.each_nested(|hub| self.poll_nested(hub));
+    }
+
+    /// A spinning leader's round on the nested hubs: UCX progress of their lanes alone. Their
+    /// socket events come through this hub's epoll (their epoll is in its set), which the spin
+    /// looks at every few rounds, and a nested hub without UCX has nothing else to poll.
+    pub(super) fn progress_nested_lanes(&self) {
+        self.each_nested(|hub| {
+            if hub.lanes.is_none() {
+                return;
+            }
+            let Some(guard) = hub.waiting.leader.try_lock() else { return };
+            let progressed = hub.progress();
+            drop(guard);
+            if progressed {
+                hub.waiting.followers.signal();
+            }
+            // As after `poll`, followers that found the leadership taken learn that it is free. A
+            // thread that enters after this look finds it free itself.
+            if hub.waiting.followers.any() {
+                hub.waiting.followers.hand_over();
+            }
+        });
     }
 
     fn poll_nested(&self, hub: &Hub) {
@@ -621,10 +655,7 @@ impl Hub {
         if !self.waiting.nested_owed.load(Ordering::Relaxed) || !self.waiting.nested_owed.swap(false, Ordering::Relaxed) {
             return false;
         }
-        let nested: Vec<Arc<Hub>> = self.nested.with(|nested| nested.iter().map(|(h, _)| h.clone()).collect());
-        for hub in nested {
-            self.poll_nested_events(&hub);
-        }
+        self.each_nested(|hub| self.poll_nested_events(hub));
         self.waiting.nested_owed.load(Ordering::Relaxed)
     }
 

@@ -85,6 +85,13 @@ impl Hub {
     /// Leads until `ready()` holds or `deadline` passes: progress, then a spin where that pays,
     /// then a sleep in epoll until something happens, again and again.
     fn lead(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
+        let began = self.waiting.governor.wait_began();
+        let result = self.lead_rounds(guard, ready, deadline);
+        self.waiting.governor.wait_ended(began);
+        result
+    }
+
+    fn lead_rounds(&self, guard: MutexGuard<'_, ()>, ready: &mut dyn FnMut() -> bool, deadline: Option<Instant>) -> bool {
         let _guard = guard;
         let mut spun = false;
         let mut stuck = Stuck::default();
@@ -107,7 +114,7 @@ impl Hub {
             }
             // Spin once per wait: cheap when events come soon, and only where it has been paying
             // off and a core is free for it.
-            if let (false, Some(window)) = (spun, self.waiting.governor.window()) {
+            if let (false, Some(window)) = (spun, self.spin_window()) {
                 if let Some(_permit) = spin::permit() {
                     spun = true;
                     if self.spin(window, ready) {
@@ -129,6 +136,25 @@ impl Hub {
                 return true;
             }
         }
+    }
+
+    /// How long this wait may spin, if at all (see `spin.rs`).
+    fn spin_window(&self) -> Option<Duration> {
+        let governor = &self.waiting.governor;
+        if governor.busy() && !self.ucx_open() {
+            return None;
+        }
+        governor.window()
+    }
+
+    /// Whether a UCX worker of this hub or of a nested one is open.
+    fn ucx_open(&self) -> bool {
+        let open = |hub: &Hub| hub.lanes.as_ref().is_some_and(|lanes| lanes.any());
+        let mut any = open(self);
+        if !any {
+            self.each_nested(|hub| any |= open(hub));
+        }
+        any
     }
 
     /// Busy-polls for up to `window` while the core stays free for it; true if `ready()` came
@@ -156,7 +182,7 @@ impl Hub {
                 }
             }
             if nested {
-                self.progress_nested();
+                self.progress_nested_lanes();
                 if ready() {
                     self.waiting.governor.caught();
                     return true;
