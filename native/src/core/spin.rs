@@ -96,16 +96,13 @@ impl Governor {
         }
         let now = now_ns();
         let previous = self.ended_ns.swap(now, Ordering::Relaxed);
-        if previous == 0 || previous > began {
-            return;
+        if let Some(share) = busy_share(previous, began, now) {
+            self.note_busy(share);
         }
-        let work = began - previous;
-        let total = now - previous;
-        if total == 0 {
-            return;
-        }
-        let sample = (work.saturating_mul(1024) / total) as u32;
-        let _ = self.busy.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |busy| Some(moved(busy, sample)));
+    }
+
+    fn note_busy(&self, share: u32) {
+        let _ = self.busy.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |busy| Some(moved(busy, share)));
     }
 
     /// Whether the hub's thread has been busy for more than [`BUSY_LIMIT`] of the time between
@@ -197,6 +194,16 @@ fn epoch() -> Instant {
 /// Nanoseconds since [`epoch`], never 0.
 fn now_ns() -> u64 {
     epoch().elapsed().as_nanos() as u64 + 1
+}
+
+/// The share (in 1024ths) of the time from the end of the previous wait (`previous`, 0: none) to
+/// the end of this one (`now`) that passed before this one `began`; `None` without a previous
+/// wait or when the times do not follow each other (another thread's wait ended meanwhile).
+fn busy_share(previous: u64, began: u64, now: u64) -> Option<u32> {
+    if previous == 0 || previous > began || now <= previous {
+        return None;
+    }
+    Some(((began - previous).saturating_mul(1024) / (now - previous)) as u32)
 }
 
 /// An average that moves an eighth of the way from `average` to `sample`.
@@ -341,31 +348,29 @@ mod tests {
 
     #[test]
     fn the_busy_share_follows_the_time_between_waits() {
-        let governor = Governor::new(50_000);
-        assert!(!governor.busy());
-        // Waits of about 1 ms with 1 ms of work between them: half busy.
-        for _ in 0..40 {
-            let began = governor.wait_began();
-            std::thread::sleep(Duration::from_millis(1));
-            governor.wait_ended(began);
-            let until = Instant::now() + Duration::from_millis(1);
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
-        }
-        assert!(!governor.busy(), "half busy counts as idle enough: {}", governor.busy.load(Ordering::Relaxed));
-        // Then 2 ms of work between waits of nearly nothing.
-        for _ in 0..40 {
-            let until = Instant::now() + Duration::from_millis(2);
-            while Instant::now() < until {
-                std::hint::spin_loop();
-            }
-            let began = governor.wait_began();
-            governor.wait_ended(began);
-        }
-        assert!(governor.busy(), "busy: {}", governor.busy.load(Ordering::Relaxed));
+        // Ended at 100, began again at 150, ended at 200: half busy.
+        assert_eq!(busy_share(100, 150, 200), Some(512));
+        assert_eq!(busy_share(100, 190, 200), Some(921));
+        assert_eq!(busy_share(0, 150, 200), None);
+        assert_eq!(busy_share(160, 150, 200), None);
+        assert_eq!(busy_share(200, 200, 200), None);
         assert_eq!(moved(0, 1024), 128);
         assert_eq!(moved(1024, 0), 896);
+
+        let governor = Governor::new(50_000);
+        assert!(!governor.busy());
+        for _ in 0..40 {
+            governor.note_busy(512);
+        }
+        assert!(!governor.busy(), "half busy counts as idle enough: {}", governor.busy.load(Ordering::Relaxed));
+        for _ in 0..40 {
+            governor.note_busy(1000);
+        }
+        assert!(governor.busy(), "busy: {}", governor.busy.load(Ordering::Relaxed));
+        // A real wait counts: its share comes from the clock.
+        let began = governor.wait_began();
+        governor.wait_ended(began);
+        assert_ne!(governor.ended_ns.load(Ordering::Relaxed), 0);
         // Without spinning, no clock is read.
         assert_eq!(Governor::new(0).wait_began(), 0);
     }

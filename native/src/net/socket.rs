@@ -201,8 +201,8 @@ impl Socket {
         }
     }
 
-    /// Sends the given buffers in order (one `sendmsg`, at most [`MAX_PARTS`] of them); returns
-    /// how many bytes the kernel took.
+    /// Sends the given buffers in order (one `sendmsg`, at most [`MAX_PARTS`] of them; one
+    /// buffer alone with [`Socket::send`]); returns how many bytes the kernel took.
     pub fn send_vectored(&self, parts: &[&[u8]]) -> io::Result<usize> {
         if let [part] = parts {
             return self.send(part);
