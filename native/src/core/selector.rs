@@ -90,10 +90,13 @@ impl Selector {
         self.lists.lock().hot.retain(|k| !Arc::ptr_eq(k, key));
     }
 
-    /// Makes a blocked or the next select return at once.
+    /// Makes a blocked or the next select return at once. Threads that call it while an earlier
+    /// wakeup is still pending leave the hub alone: that caller wakes it, or the select sees the
+    /// flag before it sleeps.
     pub fn wakeup(&self) {
-        self.wakeup.store(true, Ordering::SeqCst);
-        self.hub.wake();
+        if !self.wakeup.swap(true, Ordering::SeqCst) {
+            self.hub.wake();
+        }
     }
 
     pub fn close(&self) {

@@ -23,7 +23,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use log::{debug, warn};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::identity::Locality;
 use followers::Followers;
@@ -615,16 +615,20 @@ impl Hub {
             }
             let Some(guard) = hub.waiting.leader.try_lock() else { return };
             let progressed = hub.progress();
-            drop(guard);
-            if progressed {
-                hub.waiting.followers.signal();
-            }
-            // As after `poll`, followers that found the leadership taken learn that it is free. A
-            // thread that enters after this look finds it free itself.
-            if hub.waiting.followers.any() {
-                hub.waiting.followers.hand_over();
-            }
+            hub.leave_round(guard, progressed);
         });
+    }
+
+    /// Gives up the leadership taken for a round of progress without waiting: wakes the followers
+    /// if it `progressed`, and tells those that found the leadership taken that it is free.
+    /// `hand_over` moves the generation before it looks for followers: a thread that entered
+    /// meanwhile either is seen or sees the new generation and does not park.
+    fn leave_round(&self, guard: MutexGuard<'_, ()>, progressed: bool) {
+        drop(guard);
+        if progressed {
+            self.waiting.followers.signal();
+        }
+        self.waiting.followers.hand_over();
     }
 
     fn poll_nested(&self, hub: &Hub) {
@@ -697,12 +701,7 @@ impl Hub {
         };
         let events = if events { self.dispatch_ready(Some(Duration::ZERO), false) } else { 0 };
         self.progress_nested();
-        drop(guard);
-        if progressed || events > 0 {
-            self.waiting.followers.signal();
-        }
-        // Followers that found the leadership taken meanwhile must learn that it is free again.
-        self.waiting.followers.hand_over();
+        self.leave_round(guard, progressed || events > 0);
         true
     }
 

@@ -52,6 +52,11 @@ final class HadronioSelectionKey extends AbstractSelectionKey {
         if ((ops & ~channel.validOps()) != 0) {
             throw new IllegalArgumentException("Invalid interest ops: " + ops);
         }
+        // Event loops set the same interest after every write; an unchanged set changes nothing
+        // natively either, and costs neither the monitor nor the native call.
+        if (ops == interestOps) {
+            return this;
+        }
         synchronized (this) {
             interestOps = ops;
             if (nativeKey != 0) {
