@@ -94,25 +94,37 @@ final class FaultChecks {
     /** Descriptors a UCX worker holds at most: its event fd, shared-memory segments, transport sockets. */
     private static final long WORKER_DESCRIPTORS = 8;
 
+    /** How long descriptors and memory may take to come back after the faults. */
+    private static final long SETTLE_SECONDS = 60;
+
     /**
      * Fails if descriptors grew (beyond those of workers kept for reuse, see
      * {@link Steady#allowedGrowth}) or resident memory grew by more than 64 MiB on either side
-     * since {@code before}.
+     * since {@code before}, and stayed so for {@link #SETTLE_SECONDS}: the connections the faults
+     * broke close on UCX's timers and the kernel's, and a count that holds still for a second may
+     * still fall.
      */
     static Check steady(Target target, AtomicReference<Steady> before) {
-        return new Check("steadyResources", "descriptors and memory after the faults", 120, () -> {
-            Steady now = new Steady(target);
+        return new Check("steadyResources", "descriptors and memory after the faults", 180, () -> {
             Steady then = before.get();
-            String figures = String.format(Locale.ROOT, "descriptors %d -> %d here, %d -> %d on the server; UCX workers %d -> %d here, %d -> %d on the server;"
-                    + " resident memory %+.1f MiB here, %+.1f MiB on the server",
-                    then.fds, now.fds, then.serverFds, now.serverFds, then.workers, now.workers, then.serverWorkers, now.serverWorkers,
-                    (now.rss - then.rss) / 1048576.0, (now.serverRss - then.serverRss) / 1048576.0);
-            if (now.fds > then.fds + Steady.allowedGrowth(then.workers, now.workers)
-                    || now.serverFds > then.serverFds + Steady.allowedGrowth(then.serverWorkers, now.serverWorkers)
-                    || now.rss - then.rss > 64 << 20 || now.serverRss - then.serverRss > 64 << 20) {
-                throw new IllegalStateException("resources grew: " + figures);
+            long deadline = System.nanoTime() + SETTLE_SECONDS * 1_000_000_000L;
+            while (true) {
+                Steady now = new Steady(target);
+                String figures = String.format(Locale.ROOT, "descriptors %d -> %d here, %d -> %d on the server; UCX workers %d -> %d here, %d -> %d on the server;"
+                        + " resident memory %+.1f MiB here, %+.1f MiB on the server",
+                        then.fds, now.fds, then.serverFds, now.serverFds, then.workers, now.workers, then.serverWorkers, now.serverWorkers,
+                        (now.rss - then.rss) / 1048576.0, (now.serverRss - then.serverRss) / 1048576.0);
+                boolean grew = now.fds > then.fds + Steady.allowedGrowth(then.workers, now.workers)
+                        || now.serverFds > then.serverFds + Steady.allowedGrowth(then.serverWorkers, now.serverWorkers)
+                        || now.rss - then.rss > 64 << 20 || now.serverRss - then.serverRss > 64 << 20;
+                if (!grew) {
+                    return figures;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("resources grew and stayed so for " + SETTLE_SECONDS + " s: " + figures);
+                }
+                Thread.sleep(2000);
             }
-            return figures;
         });
     }
 
