@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::raw::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub const READABLE: u32 = libc::EPOLLIN as u32;
 pub const WRITABLE: u32 = libc::EPOLLOUT as u32;
@@ -87,11 +87,7 @@ impl Epoll {
                 n
             }
             _ => {
-                let millis = match timeout {
-                    None => -1,
-                    // Round up so that a short timeout never turns into a busy loop.
-                    Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
-                };
+                let millis = timeout.map_or(-1, round_up_millis);
                 // SAFETY: `raw` has room for `capacity` events.
                 unsafe { libc::epoll_wait(self.as_raw_fd(), raw.as_mut_ptr(), capacity, millis) }
             }
@@ -154,22 +150,36 @@ impl EventFd {
 }
 
 /// Waits until one of `fds` is ready for `events` or the timeout passes (`None`: forever).
-/// Returns the `revents` of each descriptor.
+/// Returns the `revents` of each descriptor. A signal does not end the wait: `poll` fails with
+/// EINTR when one comes during it, even with a zero timeout (a profiler's SIGPROF, say), and is
+/// asked again for the time that is left.
 pub fn poll<const N: usize>(fds: [(RawFd, i16); N], timeout: Option<Duration>) -> io::Result<[i16; N]> {
-    let mut raw = fds.map(|(fd, events)| libc::pollfd { fd, events, revents: 0 });
-    let millis = match timeout {
+    // A zero timeout is asked again as it is, without the clock.
+    let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+    let mut millis = match timeout {
         None => -1,
-        Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32,
+        Some(t) => round_up_millis(t),
     };
-    // SAFETY: `raw` holds `N` valid pollfd entries.
-    let n = unsafe { libc::poll(raw.as_mut_ptr(), N as libc::nfds_t, millis) };
-    if n < 0 {
+    loop {
+        let mut raw = fds.map(|(fd, events)| libc::pollfd { fd, events, revents: 0 });
+        // SAFETY: `raw` holds `N` valid pollfd entries.
+        let n = unsafe { libc::poll(raw.as_mut_ptr(), N as libc::nfds_t, millis) };
+        if n >= 0 {
+            return Ok(raw.map(|p| p.revents));
+        }
         let error = io::Error::last_os_error();
         if error.kind() != io::ErrorKind::Interrupted {
             return Err(error);
         }
+        if let Some(deadline) = deadline {
+            millis = round_up_millis(deadline.saturating_duration_since(Instant::now()));
+        }
     }
-    Ok(raw.map(|p| p.revents))
+}
+
+/// `t` in whole milliseconds, rounded up so that a short timeout never turns into a busy loop.
+fn round_up_millis(t: Duration) -> i32 {
+    t.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32
 }
 
 #[cfg(test)]

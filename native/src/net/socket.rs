@@ -284,18 +284,15 @@ impl Socket {
     }
 
     /// The socket's `poll` events among `events` (error and hang-up always count), asked without
-    /// waiting; `None` if it cannot be asked.
-    fn poll_now(&self, events: libc::c_short) -> Option<libc::c_short> {
-        let mut fd = libc::pollfd { fd: self.as_raw_fd(), events, revents: 0 };
-        // SAFETY: one valid `pollfd` on the stack, no waiting.
-        let result = unsafe { libc::poll(&mut fd, 1, 0) };
-        (result >= 0).then_some(fd.revents)
+    /// waiting.
+    fn poll_now(&self, events: libc::c_short) -> io::Result<libc::c_short> {
+        super::poller::poll([(self.as_raw_fd(), events)], Some(Duration::ZERO)).map(|[revents]| revents)
     }
 
     /// The receive side's `poll` events (`POLLIN`, `POLLPRI`, `POLLRDHUP`) and any error or
     /// hang-up, asked without waiting or reading.
     pub fn receive_events(&self) -> io::Result<libc::c_short> {
-        self.poll_now(libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP).ok_or_else(io::Error::last_os_error)
+        self.poll_now(libc::POLLIN | libc::POLLPRI | libc::POLLRDHUP)
     }
 
     /// Whether a read would find something: bytes, the peer's FIN, a reset or another failure
@@ -307,7 +304,7 @@ impl Socket {
     /// Whether the connection is over in both directions or failed (the peer reset it, or it
     /// timed out), whatever may still wait in the receive queue.
     pub fn hung_up(&self) -> bool {
-        self.poll_now(0).is_some_and(|r| r & (libc::POLLHUP | libc::POLLERR) != 0)
+        self.poll_now(0).is_ok_and(|r| r & (libc::POLLHUP | libc::POLLERR) != 0)
     }
 
     /// Closes abortively: the kernel sends RST instead of FIN.
@@ -473,25 +470,9 @@ mod tests {
 
     #[test]
     fn loopback_connect_send_receive() {
-        let ipv6 = ipv6_available();
-        let listener = Socket::new(ipv6).unwrap();
-        listener.set_int(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1).unwrap();
-        listener.bind(&"127.0.0.1:0".parse().unwrap()).unwrap();
-        listener.listen(8).unwrap();
-        let server_addr = listener.local_addr().unwrap();
-        assert_ne!(server_addr.port(), 0);
-        let client = Socket::new(ipv6).unwrap();
-        let _ = client.connect(&server_addr).unwrap();
-        let mut accepted = None;
-        for _ in 0..1000 {
-            if let Some(pair) = listener.accept().unwrap() {
-                accepted = Some(pair);
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let (server, peer) = accepted.expect("no connection accepted");
-        assert_eq!(peer, client.local_addr().unwrap());
+        let (client, server) = connected_pair();
+        assert_ne!(client.peer_addr().unwrap().port(), 0);
+        assert_eq!(server.peer_addr().unwrap(), client.local_addr().unwrap());
         assert!(client.take_error().unwrap().is_none());
         assert_eq!(client.send_vectored(&[b"he", b"llo"]).unwrap(), 5);
         let mut buf = [0u8; 16];
@@ -507,6 +488,81 @@ mod tests {
             }
         }
         assert_eq!(&buf[..5], b"hello");
+    }
+
+    /// A connected pair over loopback: (client, accepted).
+    fn connected_pair() -> (Socket, Socket) {
+        let ipv6 = ipv6_available();
+        let listener = Socket::new(ipv6).unwrap();
+        listener.bind(&"127.0.0.1:0".parse().unwrap()).unwrap();
+        listener.listen(8).unwrap();
+        let client = Socket::new(ipv6).unwrap();
+        let _ = client.connect(&listener.local_addr().unwrap()).unwrap();
+        for _ in 0..1000 {
+            if let Some((server, _)) = listener.accept().unwrap() {
+                return (client, server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("no connection accepted");
+    }
+
+    extern "C" fn on_signal(_: c_int) {}
+
+    /// A profiler's signals (async-profiler sends SIGPROF to every thread, its handler installed
+    /// with `SA_RESTART`) make a `poll` that finds nothing ready fail with EINTR even with a zero
+    /// timeout: the looks at a socket ask again rather than report an error (a failed connection)
+    /// or nothing ready (a pending connection the selector would not see again).
+    #[test]
+    fn looks_at_a_socket_survive_signals() {
+        // SAFETY: a handler that does nothing, installed for a signal nothing else here uses.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            assert_eq!(libc::sigaction(libc::SIGPROF, &action, std::ptr::null_mut()), 0);
+        }
+        let (client, server) = connected_pair();
+        assert_eq!(client.send(b"x").unwrap(), 1);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = done.clone();
+        let signaller = std::thread::spawn(move || {
+            let target: libc::pthread_t = rx.recv().unwrap();
+            let mut sent = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: the target thread is alive until `done` is set, and it is set before
+                // this thread is joined.
+                unsafe { libc::pthread_kill(target, libc::SIGPROF) };
+                sent += 1;
+            }
+            sent
+        });
+        // SAFETY: pthread_self has no preconditions.
+        tx.send(unsafe { libc::pthread_self() }).unwrap();
+        let started = std::time::Instant::now();
+        let mut looks = 0u64;
+        let mut failures = Vec::new();
+        while started.elapsed() < std::time::Duration::from_millis(1500) {
+            looks += 1;
+            match client.receive_events() {
+                Ok(0) => {}
+                other => failures.push(format!("nothing to read: {other:?}")),
+            }
+            match server.receive_events() {
+                Ok(r) if r & libc::POLLIN != 0 => {}
+                other => failures.push(format!("a byte to read: {other:?}")),
+            }
+            match crate::net::poller::poll([(server.as_raw_fd(), libc::POLLIN)], Some(std::time::Duration::ZERO)) {
+                Ok([r]) if r & libc::POLLIN != 0 => {}
+                other => failures.push(format!("a byte to read, one poll: {other:?}")),
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let sent = signaller.join().unwrap();
+        assert!(sent > 1000, "only {sent} signals sent");
+        assert!(failures.is_empty(), "{} of {looks} looks failed under {sent} signals, first: {}", failures.len(), failures[0]);
     }
 
     #[test]
