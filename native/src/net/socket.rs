@@ -525,6 +525,8 @@ mod tests {
         }
         let (client, server) = connected_pair();
         assert_eq!(client.send(b"x").unwrap(), 1);
+        let arrived = crate::net::poller::poll([(server.as_raw_fd(), libc::POLLIN)], Some(std::time::Duration::from_secs(5)));
+        assert!(arrived.is_ok_and(|[r]| r & libc::POLLIN != 0), "the byte did not arrive");
         let (tx, rx) = std::sync::mpsc::channel();
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stop = done.clone();
