@@ -382,7 +382,14 @@ fn raw<W: Wire>(
         return Ok(Step::Eof);
     }
     neg.on_raw(n);
-    Ok(if to_app { Step::Delivered(n, false) } else { Step::Progress(0) })
+    if !to_app {
+        return Ok(Step::Progress(0));
+    }
+    // Every byte before the mark (or every byte, without one) was read: the socket holds nothing
+    // more unless a mark is at the read position now. Left readable, it would be reported so
+    // again without a byte to read.
+    let drained = n == limit && !wire.at_mark()?;
+    Ok(Step::Delivered(n, drained))
 }
 
 /// A raw read where no mark matters: straight into the application's memory, when its bytes may

@@ -453,6 +453,24 @@ pub fn encode_addr(addr: &SocketAddr) -> EncodedAddr {
     out
 }
 
+/// A connected pair over loopback, for tests: (client, accepted).
+#[cfg(test)]
+pub(crate) fn connected_pair() -> (Socket, Socket) {
+    let ipv6 = ipv6_available();
+    let listener = Socket::new(ipv6).unwrap();
+    listener.bind(&"127.0.0.1:0".parse().unwrap()).unwrap();
+    listener.listen(8).unwrap();
+    let client = Socket::new(ipv6).unwrap();
+    let _ = client.connect(&listener.local_addr().unwrap()).unwrap();
+    for _ in 0..1000 {
+        if let Some((server, _)) = listener.accept().unwrap() {
+            return (client, server);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    panic!("no connection accepted");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,22 +508,6 @@ mod tests {
         assert_eq!(&buf[..5], b"hello");
     }
 
-    /// A connected pair over loopback: (client, accepted).
-    fn connected_pair() -> (Socket, Socket) {
-        let ipv6 = ipv6_available();
-        let listener = Socket::new(ipv6).unwrap();
-        listener.bind(&"127.0.0.1:0".parse().unwrap()).unwrap();
-        listener.listen(8).unwrap();
-        let client = Socket::new(ipv6).unwrap();
-        let _ = client.connect(&listener.local_addr().unwrap()).unwrap();
-        for _ in 0..1000 {
-            if let Some((server, _)) = listener.accept().unwrap() {
-                return (client, server);
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        panic!("no connection accepted");
-    }
 
     extern "C" fn on_signal(_: c_int) {}
 

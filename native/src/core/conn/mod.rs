@@ -245,6 +245,8 @@ impl Conn {
 
     fn bind_locked(&self, state: &mut State, hub: &Arc<Hub>) -> Result<Arc<Hub>> {
         if let Some(bound) = self.hub.get() {
+            // A selector's keys need the socket's readability from the hub.
+            self.watch_reads_again(state);
             return Ok(bound.clone());
         }
         if state.closing.released {

@@ -30,6 +30,9 @@ pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
 pub(super) struct KernelReads {
     /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
     blocking: bool,
+    /// The hub's epoll set does not hear of bytes arriving ([`Hub::watch_reads`]): these reads
+    /// learn of them in `recv`. A read of another kind, or a selector, has it hear them again.
+    unwatched: bool,
     /// Reads using the socket now (spinning or inside `recv`): it stays open until they left.
     pub(super) inside: usize,
     /// The socket a release took while a read was inside, and how to close it once it left.
@@ -211,6 +214,11 @@ impl Conn {
             count += 1;
         }
         let parts = &mut parts[..count];
+        if !state.tcp.kernel.unwatched {
+            if let Some(hub) = self.hub.get() {
+                state.tcp.kernel.unwatched = hub.watch_reads(state.id, raw, false).is_ok();
+            }
+        }
         state.tcp.kernel.inside += 1;
         let governor = kernel_spin(state.settings.spin_ns);
         drop(state);
@@ -254,6 +262,19 @@ impl Conn {
             Err(e) => Self::recv_failed(&mut state, e).map(|()| 0),
         };
         (state, result)
+    }
+
+    /// Has the hub report the socket's readability again after reads that waited in the kernel,
+    /// which leave the flag as it was: the socket says now whether it holds anything.
+    pub(super) fn watch_reads_again(&self, state: &mut State) {
+        if !state.tcp.kernel.unwatched {
+            return;
+        }
+        let (Some(hub), Some(socket)) = (self.hub.get(), &state.tcp.socket) else { return };
+        if hub.watch_reads(state.id, socket.as_raw_fd(), true).is_ok() {
+            state.tcp.kernel.unwatched = false;
+        }
+        state.tcp.io.readable = socket.has_news();
     }
 
     /// Busy-polls the socket for up to the spin window, where spinning pays and while a core is
@@ -318,6 +339,9 @@ impl Conn {
             let in_kernel = blocking && timeout.is_none() && Self::reads_in_kernel(&state);
             if blocking && !in_kernel && self.hub.get().is_none() {
                 self.ensure_bound(&mut state)?;
+            }
+            if !in_kernel {
+                self.watch_reads_again(&mut state);
             }
             Self::assume_ready_unbound(&self.hub, &mut state);
             let blocked = state.link.as_ref().is_some_and(|l| l.has_endpoint() && !l.writable());

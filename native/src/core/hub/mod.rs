@@ -48,6 +48,9 @@ const TOKEN_NESTED: u64 = 5 << 56;
 const TOKEN_CLOSING: u64 = 6 << 56;
 const TOKEN_KIND: u64 = 0xFF << 56;
 
+/// What the epoll set hears of a connection's socket.
+const CONN_EVENTS: u32 = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::URGENT | poller::EDGE;
+
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// Connection and listener ids (also UCX tag ids), unique in the process so that a worker that
@@ -398,12 +401,21 @@ impl Hub {
     pub fn register_conn(&self, conn: Weak<dyn Events>, fd: RawFd) -> std::io::Result<u32> {
         let id = self.next_id();
         self.table.conns.lock().insert(id, conn);
-        let events = poller::READABLE | poller::WRITABLE | poller::HANGUP | poller::URGENT | poller::EDGE;
-        if let Err(e) = self.epoll.add(fd, events, TOKEN_CONN | id as u64) {
+        if let Err(e) = self.epoll.add(fd, CONN_EVENTS, TOKEN_CONN | id as u64) {
             self.table.conns.lock().remove(&id);
             return Err(e);
         }
         Ok(id)
+    }
+
+    /// Whether this hub's epoll set hears of bytes arriving on a connection's socket. A blocking
+    /// read that waits in the kernel's `recv` learns of them there, and each arrival would
+    /// otherwise also wake the thread that leads this hub, which may serve other connections.
+    /// (The kernel tells of arriving bytes as readable and urgent at once: listening for either
+    /// wakes the hub.)
+    pub fn watch_reads(&self, id: u32, fd: RawFd, on: bool) -> std::io::Result<()> {
+        let events = if on { CONN_EVENTS } else { CONN_EVENTS & !(poller::READABLE | poller::URGENT) };
+        self.epoll.modify(fd, events, TOKEN_CONN | id as u64)
     }
 
     pub fn register_link(&self, shared: &Arc<Shared>) {
@@ -773,5 +785,56 @@ impl Hub {
 impl Drop for Hub {
     fn drop(&mut self) {
         debug!("hub {} dropped ({})", self.serial, if self.is_selector() { "selector" } else { "private" });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::{Arc, Weak};
+    use std::time::{Duration, Instant};
+
+    use super::{Events, Hub};
+    use crate::config::Settings;
+    use crate::net::poller;
+    use crate::net::socket::connected_pair;
+
+    /// The socket events a hub reported, or-ed together.
+    #[derive(Default)]
+    struct Heard(AtomicU32);
+
+    impl Events for Heard {
+        fn on_io_event(&self, events: u32) {
+            self.0.fetch_or(events, Ordering::SeqCst);
+        }
+    }
+
+    /// Bytes that arrive while a connection's reads wait in the kernel do not wake the hub, whose
+    /// leader may serve other connections; watching reads again reports what the socket holds.
+    #[test]
+    fn arrivals_reach_the_hub_only_while_it_watches_reads() {
+        let hub = Hub::new(&Settings::default(), false).unwrap();
+        let (client, server) = connected_pair();
+        let fd = server.as_raw_fd();
+        let heard = Arc::new(Heard::default());
+        let id = hub.register_conn(Arc::downgrade(&heard) as Weak<dyn Events>, fd).unwrap();
+        hub.watch_reads(id, fd, false).unwrap();
+        // What registering and the change report of the socket now (writable).
+        hub.dispatch_ready(Some(Duration::from_millis(100)), false);
+        heard.0.store(0, Ordering::SeqCst);
+
+        client.send(b"x").unwrap();
+        let arrived = Instant::now() + Duration::from_secs(5);
+        while server.receive_events().unwrap() & libc::POLLIN == 0 {
+            assert!(Instant::now() < arrived, "the byte did not arrive");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(hub.dispatch_ready(Some(Duration::from_millis(50)), false), 0, "an arrival woke the hub");
+        assert_eq!(heard.0.load(Ordering::SeqCst), 0);
+
+        hub.watch_reads(id, fd, true).unwrap();
+        assert_eq!(hub.dispatch_ready(Some(Duration::from_millis(100)), false), 1);
+        assert_ne!(heard.0.load(Ordering::SeqCst) & poller::READABLE, 0, "the byte waiting was not reported");
     }
 }
