@@ -160,10 +160,7 @@ impl EventFd {
 pub fn poll<const N: usize>(fds: [(RawFd, i16); N], timeout: Option<Duration>) -> io::Result<[i16; N]> {
     // A zero timeout is asked again as it is, without the clock.
     let deadline = timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
-    let mut millis = match timeout {
-        None => -1,
-        Some(t) => round_up_millis(t),
-    };
+    let mut millis = timeout.map_or(-1, round_up_millis);
     loop {
         let mut raw = fds.map(|(fd, events)| libc::pollfd { fd, events, revents: 0 });
         // SAFETY: `raw` holds `N` valid pollfd entries.

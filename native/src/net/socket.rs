@@ -508,7 +508,6 @@ mod tests {
         assert_eq!(&buf[..5], b"hello");
     }
 
-
     extern "C" fn on_signal(_: c_int) {}
 
     /// A profiler's signals (async-profiler sends SIGPROF to every thread, its handler installed
