@@ -93,7 +93,7 @@ public class BlockingThenSelectorTest extends AbstractConformanceTest {
         });
     }
 
-    /** Selects until {@code key} is readable and reads the one byte there. */
+    /** Selects once: {@code key} must come out selected for reading, with one byte to read, which is returned. */
     private static int selectAndRead(Selector selector, SelectionKey key, SocketChannel channel) throws Exception {
         assertTrue("selected within " + WAIT_SECONDS + " s", selector.select(WAIT_SECONDS * 1000) > 0);
         assertTrue("selected for reading", selector.selectedKeys().remove(key) && key.isReadable());
