@@ -212,12 +212,25 @@ public final class Buffers {
         private final int[] temporaryOffset = new int[MAX];
         private int count;
         private int temporaryUsed;
+        private int heapBytes;
         private ByteBuffer temporary;
 
-        public void reset() {
+        /**
+         * Empties the vector for {@code buffers[offset, offset + length)}. The remaining bytes of
+         * their heap buffers size the thread's temporary buffer, so that a thread whose gathering
+         * writes carry a few hundred heap bytes keeps that much native memory, not the limit.
+         */
+        public void reset(ByteBuffer[] buffers, int offset, int length) {
             count = 0;
             temporaryUsed = 0;
             temporary = null;
+            long heap = 0;
+            for (int i = offset; i < offset + length && heap < Config.TEMPORARY_BUFFER_LIMIT; i++) {
+                if (!buffers[i].isDirect()) {
+                    heap += buffers[i].remaining();
+                }
+            }
+            heapBytes = (int) Math.min(heap, Config.TEMPORARY_BUFFER_LIMIT);
         }
 
         public int count() {
@@ -251,7 +264,7 @@ public final class Buffers {
                 return false;
             }
             if (temporary == null) {
-                temporary = Buffers.temporary(Config.TEMPORARY_BUFFER_LIMIT);
+                temporary = Buffers.temporary(heapBytes);
             }
             int take = Math.min(remaining, temporary.capacity() - temporaryUsed);
             if (take == 0) {

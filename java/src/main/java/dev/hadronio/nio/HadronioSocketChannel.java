@@ -175,7 +175,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                     return -1;
                 }
                 Buffers.IoVector vector = Buffers.vector();
-                vector.reset();
+                vector.reset(dsts, offset, length);
                 for (int i = offset; i < offset + length; i++) {
                     ByteBuffer dst = dsts[i];
                     if (dst.isReadOnly()) {
@@ -292,7 +292,7 @@ public final class HadronioSocketChannel extends SocketChannel {
                 }
                 while (n < total) {
                     Buffers.IoVector vector = Buffers.vector();
-                    vector.reset();
+                    vector.reset(srcs, offset, length);
                     for (int i = offset; i < offset + length; i++) {
                         if (!vector.add(srcs[i], i, true)) {
                             break;
