@@ -33,12 +33,13 @@ import java.util.function.Consumer;
  */
 public final class HadronioSelector extends AbstractSelector {
     private final NativeHandle handle;
-    private final Object wakeupLock = new Object();
+    private final Object registrationLock = new Object();
     private final IndexTable<HadronioSelectionKey> byIndex = new IndexTable<>();
     private final Set<SelectionKey> keys = ConcurrentHashMap.newKeySet();
     /**
-     * Set under {@code wakeupLock} when closing starts. A registration checks it and adds its key
-     * under the same lock, so the close either sees (and cancels) the key or the registration fails.
+     * Set under {@code registrationLock} when closing starts. A registration checks it and adds
+     * its key under the same lock, so the close either sees (and cancels) the key or the
+     * registration fails.
      */
     private volatile boolean closing;
     private final Set<SelectionKey> publicKeys = Collections.unmodifiableSet(keys);
@@ -94,7 +95,7 @@ public final class HadronioSelector extends AbstractSelector {
         HadronioSelectionKey key = byIndex.add(index -> new HadronioSelectionKey(channel, this, index));
         key.attach(attachment);
         try {
-            synchronized (wakeupLock) {
+            synchronized (registrationLock) {
                 ensureOpen();
                 long selectorHandle = handle.get();
                 if (listener) {
@@ -134,7 +135,7 @@ public final class HadronioSelector extends AbstractSelector {
             while (iterator.hasNext()) {
                 HadronioSelectionKey key = (HadronioSelectionKey) iterator.next();
                 iterator.remove();
-                synchronized (wakeupLock) {
+                synchronized (registrationLock) {
                     long selectorHandle = handle.get();
                     if (selectorHandle != 0) {
                         key.detachNative(selectorHandle);
@@ -247,13 +248,22 @@ public final class HadronioSelector extends AbstractSelector {
         return updated;
     }
 
+    /**
+     * Borrows the handle rather than taking a lock: a thread that hands work to the selector's
+     * thread must not hold a lock that the woken thread's next {@code register} needs.
+     */
     @Override
     public Selector wakeup() {
-        synchronized (wakeupLock) {
-            long h = handle.get();
-            if (h != 0) {
-                Status.ignore(Native.selectorWakeup(h));
-            }
+        long h;
+        try {
+            h = handle.enter();
+        } catch (ClosedChannelException e) {
+            return this;
+        }
+        try {
+            Status.ignore(Native.selectorWakeup(h));
+        } finally {
+            handle.leave();
         }
         return this;
     }
@@ -262,16 +272,14 @@ public final class HadronioSelector extends AbstractSelector {
     protected void implCloseSelector() throws IOException {
         wakeup();
         synchronized (this) {
-            synchronized (wakeupLock) {
+            synchronized (registrationLock) {
                 closing = true;
             }
             for (SelectionKey key : keys) {
                 key.cancel();
             }
             processDeregisterQueue();
-            synchronized (wakeupLock) {
-                handle.retire();
-            }
+            handle.retire();
         }
     }
 }
