@@ -1,6 +1,6 @@
 //! A listening TCP socket (`ServerSocketChannel`).
 
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -20,7 +20,12 @@ use crate::net::socket::Socket;
 pub struct Listener {
     /// The library's settings, given when the listener was created (its connections get them).
     settings: &'static Settings,
-    socket: Mutex<Option<Socket>>,
+    /// Shared with a blocking `accept` that waits in the kernel, so that `close` can shut it
+    /// down (which wakes that wait) without the lock; the descriptor closes when both let go.
+    socket: Mutex<Option<Arc<Socket>>>,
+    /// Whether the socket is blocking (changed under the `socket` lock): while blocking accepts
+    /// without a timeout come, it is, and they wait in the kernel's `accept` as the JDK's do.
+    blocking: AtomicBool,
     /// The address it is bound to (the kernel's choice of port filled in), once bound.
     local: OnceLock<SocketAddr>,
     acceptable: AtomicBool,
@@ -40,7 +45,8 @@ impl Listener {
         let wake = EventFd::new().map_err(|e| Error::io("eventfd", &e))?;
         Ok(Arc::new_cyclic(|weak| Listener {
             settings,
-            socket: Mutex::new(Some(socket)),
+            socket: Mutex::new(Some(Arc::new(socket))),
+            blocking: AtomicBool::new(false),
             local: OnceLock::new(),
             acceptable: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -72,29 +78,41 @@ impl Listener {
     }
 
     /// Accepts a connection. Non-blocking: `Ok(None)` if none is pending. Blocking: waits (up to
-    /// `timeout`); a concurrent `close` ends the wait with `Closed`.
+    /// `timeout`); a concurrent `close` ends the wait with `Closed`. A blocking accept without a
+    /// timeout waits in the kernel's `accept`, one system call per connection; the others poll.
     pub fn accept(&self, blocking: bool, timeout: Option<Duration>) -> Result<Option<Arc<Conn>>> {
         let deadline = timeout.map(|t| Instant::now() + t);
+        let in_kernel = blocking && timeout.is_none();
         loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(Error::closed());
             }
-            let fd = {
+            let socket = {
                 let guard = self.socket.lock();
                 let socket = guard.as_ref().ok_or_else(Error::closed)?;
-                match socket.accept() {
-                    Ok(Some((accepted, peer))) => {
-                        debug!("accepted a connection from {peer}");
-                        let port = self.local.get().map_or(0, SocketAddr::port);
-                        return Ok(Some(Conn::accepted(self.settings, accepted, peer, port)));
-                    }
-                    Ok(None) => self.acceptable.store(false, Ordering::Release),
-                    Err(e) => return Err(Error::io("accept", &e)),
+                if self.blocking.load(Ordering::Relaxed) != in_kernel {
+                    socket.set_blocking(in_kernel).map_err(|e| Error::io("ioctl", &e))?;
+                    self.blocking.store(in_kernel, Ordering::Relaxed);
                 }
-                socket.as_raw_fd()
+                socket.clone()
             };
+            match socket.accept() {
+                Ok(Some((accepted, peer))) => {
+                    debug!("accepted a connection from {peer}");
+                    let port = self.local.get().map_or(0, SocketAddr::port);
+                    return Ok(Some(Conn::accepted(self.settings, accepted, peer, port)));
+                }
+                Ok(None) => self.acceptable.store(false, Ordering::Release),
+                // `close` shut the socket down under the wait (`EINVAL`).
+                Err(_) if self.closed.load(Ordering::Acquire) => return Err(Error::closed()),
+                Err(e) => return Err(Error::io("accept", &e)),
+            }
             if !blocking {
                 return Ok(None);
+            }
+            if in_kernel {
+                // Interrupted by a signal, or the peer gave up before it was accepted.
+                continue;
             }
             let remaining = match deadline {
                 Some(d) => {
@@ -106,7 +124,7 @@ impl Listener {
                 }
                 None => None,
             };
-            poller::poll([(fd, libc::POLLIN), (self.wake.as_raw_fd(), libc::POLLIN)], remaining)
+            poller::poll([(socket.as_raw_fd(), libc::POLLIN), (self.wake.as_raw_fd(), libc::POLLIN)], remaining)
                 .map_err(|e| Error::io("poll", &e))?;
         }
     }
@@ -156,7 +174,9 @@ impl Listener {
         }
     }
 
-    /// Closes the socket and wakes a thread blocked in `accept`.
+    /// Closes the socket and wakes a thread blocked in `accept`: one that polls through the
+    /// wake-up descriptor, one in the kernel's `accept` by shutting the socket down (Linux ends
+    /// that wait with `EINVAL`), and the descriptor closes once it has left.
     pub fn close(&self) {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
@@ -167,6 +187,7 @@ impl Listener {
             for (hub, id) in self.hubs.lock().drain(..) {
                 hub.unregister_listener(id, socket.as_raw_fd());
             }
+            let _ = socket.shutdown(Shutdown::Both);
         }
         drop(socket);
     }
@@ -196,5 +217,94 @@ impl Ready for Listener {
 
     fn forget(&self, key: &Arc<Key>, hub: &Arc<Hub>) {
         self.unregister_from(hub, key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{SocketAddr, TcpStream};
+    use std::os::fd::AsRawFd;
+    use std::sync::{mpsc, Arc};
+    use std::thread;
+    use std::time::{Duration, Instant};
+
+    use super::Listener;
+    use crate::config::settings;
+    use crate::core::error::Status;
+
+    fn bound() -> (Arc<Listener>, SocketAddr) {
+        let listener = Listener::open(settings()).unwrap();
+        listener.bind(&"127.0.0.1:0".parse().unwrap(), 8).unwrap();
+        let addr = listener.local_addr().unwrap().unwrap();
+        (listener, addr)
+    }
+
+    /// Whether the listening socket itself (not the flag) is blocking.
+    fn socket_blocks(listener: &Listener) -> bool {
+        let fd = listener.socket.lock().as_ref().unwrap().as_raw_fd();
+        // SAFETY: F_GETFL on a descriptor the listener keeps open.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        assert!(flags >= 0, "fcntl: {}", std::io::Error::last_os_error());
+        flags & libc::O_NONBLOCK == 0
+    }
+
+    /// Runs `accept` on another thread; `None` if it has not returned within 5 s.
+    fn accept_within_5s(listener: &Arc<Listener>, blocking: bool, timeout: Option<Duration>) -> Option<Result<bool, Status>> {
+        let (tx, rx) = mpsc::channel();
+        let listener = listener.clone();
+        thread::spawn(move || {
+            let _ = tx.send(listener.accept(blocking, timeout).map(|c| c.is_some()).map_err(|e| e.status));
+        });
+        rx.recv_timeout(Duration::from_secs(5)).ok()
+    }
+
+    /// A blocking accept without a timeout waits in the kernel's `accept`, on a blocking socket;
+    /// an accept with a timeout or a non-blocking one after it finds the socket non-blocking
+    /// again (else the first would not time out, the second would wait).
+    #[test]
+    fn only_blocking_accepts_without_a_timeout_make_the_socket_blocking() {
+        let (listener, addr) = bound();
+        assert!(!socket_blocks(&listener));
+        let connect_soon = move || {
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(100));
+                TcpStream::connect(addr).unwrap()
+            })
+        };
+
+        let client = connect_soon();
+        assert_eq!(accept_within_5s(&listener, true, None), Some(Ok(true)));
+        assert!(socket_blocks(&listener), "the accept waited in the kernel");
+        let _first = client.join().unwrap();
+        assert_eq!(accept_within_5s(&listener, true, Some(Duration::from_millis(200))), Some(Err(Status::TimedOut)));
+        assert!(!socket_blocks(&listener));
+
+        let client = connect_soon();
+        assert_eq!(accept_within_5s(&listener, true, None), Some(Ok(true)));
+        let _second = client.join().unwrap();
+        assert_eq!(accept_within_5s(&listener, false, None), Some(Ok(false)), "a non-blocking accept returns at once");
+        assert!(!socket_blocks(&listener));
+        listener.close();
+    }
+
+    /// `close` ends an accept that waits in the kernel (by shutting the socket down): with
+    /// `Closed`, at once.
+    #[test]
+    fn close_ends_an_accept_that_waits_in_the_kernel() {
+        let (listener, _) = bound();
+        let (tx, rx) = mpsc::channel();
+        let waiting = listener.clone();
+        thread::spawn(move || {
+            let _ = tx.send(waiting.accept(true, None).map(|c| c.is_some()).map_err(|e| e.status));
+        });
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !socket_blocks(&listener) {
+            assert!(Instant::now() < deadline, "the accept never made the socket blocking");
+            thread::sleep(Duration::from_millis(5));
+        }
+        thread::sleep(Duration::from_millis(100));
+        assert!(rx.try_recv().is_err(), "the accept waits");
+        listener.close();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok(Err(Status::Closed)));
     }
 }

@@ -125,7 +125,8 @@ impl Socket {
         self.inner.take_error()
     }
 
-    /// Accepts one pending connection, `Ok(None)` if there is none.
+    /// Accepts one pending connection (non-blocking, whatever the listener is), `Ok(None)` if
+    /// there is none; a blocking listener waits for one.
     pub fn accept(&self) -> io::Result<Option<(Socket, SocketAddr)>> {
         match self.inner.accept4(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
             Ok((inner, addr)) => Ok(Some((Socket { inner, ipv6: self.ipv6 }, from_sockaddr(&addr)?))),
@@ -153,13 +154,13 @@ impl Socket {
         retry(|| self.inner.recv_with_flags(uninit(buf), flags | libc::MSG_DONTWAIT))
     }
 
-    /// Makes the socket blocking, so that [`recv_parts`] can wait in the kernel. Nothing else
-    /// here waits either way.
-    pub fn set_blocking(&self) -> io::Result<()> {
+    /// Makes the socket blocking or not, so that [`recv_parts`] and [`Socket::accept`] can wait
+    /// in the kernel. The other receives and sends here never wait either way.
+    pub fn set_blocking(&self, blocking: bool) -> io::Result<()> {
         // One `ioctl` (`FIONBIO`) where `fcntl` takes two (read the flags, write them back).
-        let off: c_int = 0;
+        let non_blocking: c_int = c_int::from(!blocking);
         // SAFETY: FIONBIO reads one `int` from the live local.
-        cvt(unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONBIO, &off as *const c_int) }).map(|_| ())
+        cvt(unsafe { libc::ioctl(self.as_raw_fd(), libc::FIONBIO, &non_blocking as *const c_int) }).map(|_| ())
     }
 
     /// The unread urgent byte (`recv` with `MSG_OOB`): `Ok(None)` if there is none (never

@@ -202,7 +202,7 @@ impl Conn {
         let Some(socket) = &state.tcp.socket else { return (state, Ok(0)) };
         let raw = socket.as_raw_fd();
         if !state.tcp.kernel.blocking {
-            if let Err(e) = socket.set_blocking() {
+            if let Err(e) = socket.set_blocking(true) {
                 return (state, Err(Error::io("", &e)));
             }
             state.tcp.kernel.blocking = true;
