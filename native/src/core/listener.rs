@@ -229,11 +229,11 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::Listener;
-    use crate::config::settings;
+    use crate::config::Settings;
     use crate::core::error::Status;
 
     fn bound() -> (Arc<Listener>, SocketAddr) {
-        let listener = Listener::open(settings()).unwrap();
+        let listener = Listener::open(Box::leak(Box::new(Settings::default()))).unwrap();
         listener.bind(&"127.0.0.1:0".parse().unwrap(), 8).unwrap();
         let addr = listener.local_addr().unwrap().unwrap();
         (listener, addr)
