@@ -125,8 +125,8 @@ impl Socket {
         self.inner.take_error()
     }
 
-    /// Accepts one pending connection (non-blocking, whatever the listener is), `Ok(None)` if
-    /// there is none; a blocking listener waits for one.
+    /// Accepts one pending connection as a non-blocking socket (whatever the listener is),
+    /// `Ok(None)` if there is none; a blocking listener waits for one.
     pub fn accept(&self) -> io::Result<Option<(Socket, SocketAddr)>> {
         match self.inner.accept4(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) {
             Ok((inner, addr)) => Ok(Some((Socket { inner, ipv6: self.ipv6 }, from_sockaddr(&addr)?))),
