@@ -1,7 +1,9 @@
 //! A hadroNIO server connection whose client is a plain TCP socket (`std::net::TcpStream`): the
 //! connection stays on TCP for good, and a blocking read waits in the kernel's `recv` itself.
 //! Checks that it does (the thread is seen asleep inside `recvmsg`), that `close`, `shutdown_input` and the
-//! peer's end or reset wake it as they should, and that a gathering write arrives whole. Also a
+//! peer's end or reset wake it as they should; the same for a blocking write that waits for room
+//! in the kernel's `sendmsg` (`close`, `shutdown_output`, the peer's reset), and that a gathering
+//! write arrives whole. Also a
 //! connection that gave the upgrade up, or whose server reset it right after answering the offer:
 //! a reset of its raw stream is a reset, not an end.
 
@@ -37,33 +39,70 @@ fn plain_pair() -> (TcpStream, Arc<Conn>) {
     (client, server)
 }
 
-/// Starts a blocking read of up to 64 bytes on another thread and returns once that thread sleeps
-/// inside `recvmsg` (as `/proc` shows), with the thread's result to come.
-fn blocked_reader(server: &Arc<Conn>) -> JoinHandle<(Result<usize>, Vec<u8>)> {
+/// Runs `call` on another thread and returns once that thread sleeps inside system call `number`
+/// (as `/proc` shows), with the thread's result to come.
+fn asleep_in<T: Send + 'static>(number: i64, call: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
     let (tid_tx, tid_rx) = mpsc::channel();
-    let server = server.clone();
-    let reader = thread::spawn(move || {
+    let thread = thread::spawn(move || {
         // SAFETY: gettid has no preconditions.
         tid_tx.send(unsafe { libc::gettid() }).unwrap();
-        let mut buf = vec![0u8; 64];
-        let result = server.read(&region(&mut buf), true, None);
-        (result, buf)
+        call()
     });
     let tid = tid_rx.recv().unwrap();
     let task = format!("/proc/self/task/{tid}");
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let call = std::fs::read_to_string(format!("{task}/syscall")).unwrap_or_default();
-        let number = call.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
+        let current = call.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
         // The state follows the command name in parentheses: `S` is asleep.
         let stat = std::fs::read_to_string(format!("{task}/stat")).unwrap_or_default();
         let asleep = stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('S'));
-        if number == Some(libc::SYS_recvmsg) && asleep {
-            return reader;
+        if current == Some(number) && asleep {
+            return thread;
         }
-        assert!(Instant::now() < deadline, "the reader does not sleep in recvmsg (its system call: {call:?}, {stat:?})");
+        assert!(Instant::now() < deadline, "the thread does not sleep in system call {number} (its system call: {call:?}, {stat:?})");
         thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Starts a blocking read of up to 64 bytes on another thread and returns once that thread sleeps
+/// inside `recvmsg`, with the thread's result to come.
+fn blocked_reader(server: &Arc<Conn>) -> JoinHandle<(Result<usize>, Vec<u8>)> {
+    let server = server.clone();
+    asleep_in(libc::SYS_recvmsg, move || {
+        let mut buf = vec![0u8; 64];
+        let result = server.read(&region(&mut buf), true, None);
+        (result, buf)
+    })
+}
+
+/// Bytes a blocked writer sends: far more than the socket buffers of both ends hold.
+const BLOCKED_WRITE: usize = 32 << 20;
+
+/// The byte at `offset` of what [`blocked_writer`] sends.
+fn pattern(offset: usize) -> u8 {
+    (offset % 251) as u8
+}
+
+/// Starts a blocking write of [`BLOCKED_WRITE`] bytes on another thread (its peer reads nothing
+/// yet) and returns once that thread sleeps inside `sendmsg`, with the write's result to come.
+fn blocked_writer(server: &Arc<Conn>) -> JoinHandle<Result<usize>> {
+    let server = server.clone();
+    asleep_in(libc::SYS_sendmsg, move || {
+        let mut buf: Vec<u8> = (0..BLOCKED_WRITE).map(pattern).collect();
+        server.write(&region(&mut buf), true)
+    })
+}
+
+/// Reads until the end of the stream and checks that every byte is the writer's pattern.
+fn read_pattern_to_end(client: &mut TcpStream) -> usize {
+    client.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut got = Vec::new();
+    client.read_to_end(&mut got).unwrap();
+    if let Some(at) = got.iter().enumerate().position(|(i, b)| *b != pattern(i)) {
+        panic!("byte {at} of {} is {}, not {}", got.len(), got[at], pattern(at));
+    }
+    got.len()
 }
 
 #[test]
@@ -123,6 +162,79 @@ fn the_peers_end_and_reset_end_a_read_waiting_in_the_kernel() {
     let (result, _) = reader.join().unwrap();
     let error = result.unwrap_err();
     assert_eq!(error.status, Status::Reset, "{error}");
+    server.close();
+}
+
+#[test]
+fn a_blocking_write_waits_in_the_kernel_and_all_of_it_arrives() {
+    let (mut client, server) = plain_pair();
+    let writer = blocked_writer(&server);
+    let reader = thread::spawn(move || read_pattern_to_end(&mut client));
+    assert_eq!(writer.join().unwrap().unwrap(), BLOCKED_WRITE);
+    server.close();
+    assert_eq!(reader.join().unwrap(), BLOCKED_WRITE);
+}
+
+#[test]
+fn close_wakes_a_write_waiting_in_the_kernel() {
+    use hadronio::core::conn::OPT_SO_LINGER;
+
+    for linger in [-1, 0] {
+        let (mut client, server) = plain_pair();
+        let writer = blocked_writer(&server);
+        server.set_option(OPT_SO_LINGER, linger).unwrap();
+        server.close();
+        let error = writer.join().unwrap().unwrap_err();
+        assert_eq!(error.status, Status::Closed, "SO_LINGER {linger}: {error}");
+        if linger < 0 {
+            // What the socket took goes out before the FIN, and nothing else.
+            let got = read_pattern_to_end(&mut client);
+            assert!(got > 0 && got < BLOCKED_WRITE, "{got} bytes arrived");
+        } else {
+            // The reset (perhaps after a FIN) ends the peer's stream.
+            let mut rest = Vec::new();
+            client.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            if let Err(e) = client.read_to_end(&mut rest) {
+                assert!(!matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut), "{e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn shutdown_output_wakes_a_write_waiting_in_the_kernel_with_its_count() {
+    let (mut client, server) = plain_pair();
+    let writer = blocked_writer(&server);
+    server.shutdown_output().unwrap();
+    let written = writer.join().unwrap().unwrap();
+    assert!(written > 0 && written < BLOCKED_WRITE, "the write returned {written}");
+    assert_eq!(read_pattern_to_end(&mut client), written, "the peer gets what the write counted, then the end");
+    let mut byte = [1u8];
+    assert_eq!(server.write(&region(&mut byte), true).unwrap_err().status, Status::OutputShutdown);
+    // Input still works.
+    client.write_all(b"y").unwrap();
+    assert_eq!(server.read(&region(&mut byte), true, None).unwrap(), 1);
+    assert_eq!(&byte, b"y");
+    server.close();
+}
+
+#[test]
+fn the_peers_reset_fails_a_write_waiting_in_the_kernel() {
+    let (client, server) = plain_pair();
+    let writer = blocked_writer(&server);
+    socket2::SockRef::from(&client).set_linger(Some(Duration::ZERO)).unwrap();
+    drop(client);
+    // The kernel's write returns what it took before the reset (as the JDK's does); the next
+    // write fails.
+    let error = match writer.join().unwrap() {
+        Ok(written) => {
+            assert!(written < BLOCKED_WRITE, "the write returned {written}");
+            let mut byte = [1u8];
+            server.write(&region(&mut byte), true).unwrap_err()
+        }
+        Err(error) => error,
+    };
+    assert!(matches!(error.status, Status::Reset | Status::BrokenPipe), "{error}");
     server.close();
 }
 

@@ -148,14 +148,16 @@ impl Socket {
     /// nothing is available.
     ///
     /// This and every other receive and send here pass `MSG_DONTWAIT`: they never wait, even
-    /// once [`Socket::set_blocking`] made the socket blocking for [`recv_parts`].
+    /// once [`Socket::set_blocking`] made the socket blocking for [`recv_parts`] and
+    /// [`send_parts_waiting`].
     pub fn recv(&self, buf: &mut [u8], peek: bool) -> io::Result<usize> {
         let flags = if peek { libc::MSG_PEEK } else { 0 };
         retry(|| self.inner.recv_with_flags(uninit(buf), flags | libc::MSG_DONTWAIT))
     }
 
-    /// Makes the socket blocking or not, so that [`recv_parts`] and [`Socket::accept`] can wait
-    /// in the kernel. The other receives and sends here never wait either way.
+    /// Makes the socket blocking or not, so that [`recv_parts`], [`send_parts_waiting`] and
+    /// [`Socket::accept`] can wait in the kernel. The other receives and sends here never wait
+    /// either way.
     pub fn set_blocking(&self, blocking: bool) -> io::Result<()> {
         // One `ioctl` (`FIONBIO`) where `fcntl` takes two (read the flags, write them back).
         let non_blocking: c_int = c_int::from(!blocking);
@@ -331,6 +333,25 @@ pub fn recv_parts(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>], wait: bool) -
         // SAFETY: `msg` points to the `iovec`s of `bufs`, each writable memory of its length,
         // borrowed for this call.
         let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, flags) };
+        usize::try_from(n).map_err(|_| io::Error::last_os_error())
+    })
+}
+
+/// Sends `bufs` in order (one `sendmsg`, at most [`MAX_PARTS`] of them) on a socket made blocking
+/// ([`Socket::set_blocking`]), waiting in the kernel until it took them all, as a blocking write of
+/// the kernel's channels does; it returns less when the output is shut down or the socket fails
+/// after part of them went (an error if none did). The caller keeps the socket open until this
+/// returns.
+pub fn send_parts_waiting(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    // `IoSlice` has the layout of `iovec`; `sendmsg` only reads them.
+    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = bufs.len().min(MAX_PARTS) as _;
+    retry(|| {
+        // SAFETY: `msg` points to the `iovec`s of `bufs`, each readable memory of its length,
+        // borrowed for this call.
+        let n = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     })
 }

@@ -63,8 +63,7 @@ use crate::net::poller;
 use crate::net::socket::Socket;
 use crate::stats::{self, Counter};
 use failure::Failure;
-use tcp::{IoFlags, Tcp};
-use read::KernelReads;
+use tcp::{IoFlags, KernelWaits, Tcp};
 use upgrade::policy;
 
 static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -165,7 +164,7 @@ impl Conn {
                 tcp_checked: crate::net::host::coarse_now(),
                 user_keepalive: None,
                 user_nodelay: None,
-                kernel: KernelReads::default(),
+                kernel: KernelWaits::default(),
             },
             neg: None,
             rx: RxState::default(),

@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use log::{log_enabled, trace, Level};
 use parking_lot::MutexGuard;
 
-use super::close::SocketEnd;
 use super::{Conn, Phase, State};
 use crate::core::error::{Error, Result, Status};
 use crate::core::hub::Hub;
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Next};
 use crate::core::spin::{self, Governor};
-use crate::net::socket::{recv_parts, Socket, MAX_PARTS};
+use crate::net::socket::{recv_parts, MAX_PARTS};
 use crate::stats::{self, Counter};
 
 /// How long a transfer from or into the caller's memory may take to end before it is given up:
@@ -24,20 +23,6 @@ use crate::stats::{self, Counter};
 /// close (the peer discards the message, which ends it).
 pub(super) const ABANDON_WAIT_PEER_GONE: Duration = Duration::from_millis(100);
 pub(super) const ABANDON_WAIT_CLOSED: Duration = Duration::from_secs(2);
-
-/// Blocking reads of a plain connection that wait in the kernel's `recv` ([`Conn::read`]).
-#[derive(Default)]
-pub(super) struct KernelReads {
-    /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
-    blocking: bool,
-    /// The hub's epoll set does not hear of bytes arriving ([`Hub::watch_reads`]): these reads
-    /// learn of them in `recv`. A read of another kind, or a selector, has it hear them again.
-    unwatched: bool,
-    /// Reads using the socket now (spinning or inside `recv`): it stays open until they left.
-    pub(super) inside: usize,
-    /// The socket a release took while a read was inside, and how to close it once it left.
-    pub(super) deferred: Option<(Socket, SocketEnd)>,
-}
 
 /// How the peer's stream stands.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -199,14 +184,11 @@ impl Conn {
     /// Returns the state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a
     /// wake-up) to the usual path.
     fn read_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, dst: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<usize>) {
-        let Some(socket) = &state.tcp.socket else { return (state, Ok(0)) };
-        let raw = socket.as_raw_fd();
-        if !state.tcp.kernel.blocking {
-            if let Err(e) = socket.set_blocking(true) {
-                return (state, Err(Error::io("", &e)));
-            }
-            state.tcp.kernel.blocking = true;
-        }
+        let raw = match state.tcp.enter_kernel() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return (state, Ok(0)),
+            Err(e) => return (state, Err(e)),
+        };
         let mut parts: [IoSliceMut<'_>; MAX_PARTS] = std::array::from_fn(|_| IoSliceMut::new(&mut []));
         let mut count = 0;
         for (slot, piece) in parts.iter_mut().zip(dst.slices_mut()) {
@@ -219,7 +201,6 @@ impl Conn {
                 state.tcp.kernel.unwatched = hub.watch_reads(state.id, raw, false).is_ok();
             }
         }
-        state.tcp.kernel.inside += 1;
         let governor = kernel_spin(state.settings.spin_ns);
         drop(state);
         // SAFETY: no safe form: the socket lives in the state, which this read leaves unlocked
@@ -231,12 +212,7 @@ impl Conn {
             None => recv_parts(fd, parts, true),
         };
         let mut state = self.lock();
-        state.tcp.kernel.inside -= 1;
-        if state.tcp.kernel.inside == 0 {
-            if let Some((socket, end)) = state.tcp.kernel.deferred.take() {
-                end.apply(socket);
-            }
-        }
+        state.tcp.left_kernel();
         let result = match received {
             Ok(n) if n > 0 => {
                 dst.advance(n);

@@ -1,11 +1,13 @@
-//! The kernel's side of a connection: its socket, its addresses and the socket options the
-//! application set, as far as the connection's own use of the socket lets them show.
+//! The kernel's side of a connection: its socket, its addresses, the socket options the
+//! application set (as far as the connection's own use of the socket lets them show), and the
+//! blocking reads and writes that wait inside the kernel's calls.
 
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use super::read::KernelReads;
 use super::options::{get_socket_option, set_socket_option, OPT_SO_KEEPALIVE, OPT_TCP_NODELAY};
+use super::close::SocketEnd;
 use crate::core::error::{Error, Result};
 use crate::net::socket::Socket;
 
@@ -17,6 +19,24 @@ pub(super) struct IoFlags {
     /// The socket reported the end of the peer's stream or a failure (`EPOLLRDHUP`, `EPOLLHUP`,
     /// `EPOLLERR`), whether or not reads have come that far.
     pub(super) ended: bool,
+}
+
+/// Blocking reads and writes of a plain connection that wait in the kernel's `recv` and `send`
+/// (`Conn::read`, `Conn::write`).
+#[derive(Default)]
+pub(super) struct KernelWaits {
+    /// The socket was made blocking (every other call on it still passes `MSG_DONTWAIT`).
+    blocking: bool,
+    /// The hub's epoll set does not hear of bytes arriving (`Hub::watch_reads`): these reads
+    /// learn of them in `recv`. A read of another kind, or a selector, has it hear them again.
+    pub(super) unwatched: bool,
+    /// Reads and writes using the socket now (spinning, inside `recv` or `send`): it stays open
+    /// until they left.
+    pub(super) inside: usize,
+    /// Those of them that write (inside `send`).
+    pub(super) writers: usize,
+    /// The socket a release took while a call was inside, and how to close it once it left.
+    pub(super) deferred: Option<(Socket, SocketEnd)>,
 }
 
 /// The kernel's side of a connection: its socket, addresses and what the application set on it.
@@ -33,11 +53,35 @@ pub(super) struct Tcp {
     /// The application's `TCP_NODELAY` once the control socket has it on for good (a hadroNIO
     /// peer: control frames are small and must not wait for the peer's delayed ACK).
     pub(super) user_nodelay: Option<bool>,
-    /// Blocking reads that wait in the kernel.
-    pub(super) kernel: KernelReads,
+    /// Blocking reads and writes that wait in the kernel.
+    pub(super) kernel: KernelWaits,
 }
 
 impl Tcp {
+    /// A read or write is about to wait in the kernel: makes the socket blocking (once) and
+    /// counts the call as inside; the socket's descriptor, `None` if there is no socket.
+    pub(super) fn enter_kernel(&mut self) -> Result<Option<RawFd>> {
+        let Some(socket) = &self.socket else { return Ok(None) };
+        let raw = socket.as_raw_fd();
+        if !self.kernel.blocking {
+            socket.set_blocking(true).map_err(|e| Error::io("", &e))?;
+            self.kernel.blocking = true;
+        }
+        self.kernel.inside += 1;
+        Ok(Some(raw))
+    }
+
+    /// A read or write left the kernel: the socket closes now if a release took it meanwhile and
+    /// no other call is inside.
+    pub(super) fn left_kernel(&mut self) {
+        self.kernel.inside -= 1;
+        if self.kernel.inside == 0 {
+            if let Some((socket, end)) = self.kernel.deferred.take() {
+                end.apply(socket);
+            }
+        }
+    }
+
     /// A hadroNIO peer's socket carries control frames, a few bytes each, whose delay is the
     /// connection's (the end of a stream waits for FIN): Nagle's algorithm would hold one back
     /// until the peer's delayed ACK, up to 40 ms. The application's `TCP_NODELAY` stays what it

@@ -1,6 +1,8 @@
 //! Writing: raw, held back, in DATA frames or over UCX, as the negotiation says; bytes that must
 //! go out without the writer's help.
 
+use std::io::IoSlice;
+use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use parking_lot::MutexGuard;
@@ -12,7 +14,7 @@ use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, WriteMode};
 use crate::core::stream::{self, HOLD_LIMIT};
 use crate::net::host::coarse_now;
-use crate::net::socket::Socket;
+use crate::net::socket::{send_parts_waiting, Socket, MAX_PARTS};
 use crate::stats::{self, Counter};
 
 use super::read::{ABANDON_WAIT_CLOSED, ABANDON_WAIT_PEER_GONE};
@@ -274,6 +276,13 @@ impl Conn {
                 polled = true;
                 continue;
             }
+            if Self::writes_in_kernel(&state) {
+                let (state, result) = self.write_in_kernel(state, &mut src);
+                if let Err(e) = result {
+                    return self.write_failed(state, e, src.moved());
+                }
+                continue;
+            }
             let hub = self.ensure_bound(&mut state)?;
             let key = Some(state.id);
             // A writer that waits for credits stages after all at the deadline.
@@ -281,6 +290,61 @@ impl Conn {
             drop(state);
             hub.wait(key, &mut || self.is_closed() || self.writable_now(&self.lock()), credit_deadline);
         }
+    }
+
+    /// Whether a blocking write that must wait for room in the socket may wait in the kernel's
+    /// `send`: the connection is plain TCP for good, and nothing of the negotiation or held back
+    /// goes ahead of the caller's bytes. Such a write needs no hub (a channel that has none keeps
+    /// its single descriptor, as the kernel's channels do).
+    fn writes_in_kernel(state: &State) -> bool {
+        state.phase == Phase::Connected
+            && Self::plain_for_good(state)
+            && state.tcp.socket.is_some()
+            && state.tx.early.is_empty()
+            && state.neg.as_deref().is_some_and(|n| n.write_mode() == WriteMode::Raw && n.urgent().is_none() && !n.has_output())
+            && !state.closing.output_shutdown
+            && !state.failure.is_fatal()
+            && state.failure.output().is_none()
+    }
+
+    /// A blocking write of a plain connection, as the kernel's blocking channels write: one
+    /// `sendmsg` that returns once the kernel took the bytes. `close` and `shutdownOutput` wake it
+    /// by shutting the socket's output down (it returns what went, and the usual path reports
+    /// the close or shutdown), and a release keeps the socket open until it left.
+    fn write_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, src: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<()>) {
+        let raw = match state.tcp.enter_kernel() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => return (state, Ok(())),
+            Err(e) => return (state, Err(e)),
+        };
+        state.tcp.kernel.writers += 1;
+        drop(state);
+        let mut parts = [IoSlice::new(&[]); MAX_PARTS];
+        let mut count = 0;
+        for (slot, piece) in parts.iter_mut().zip(src.slices()) {
+            *slot = IoSlice::new(piece);
+            count += 1;
+        }
+        // SAFETY: no safe form: the socket lives in the state, which this write leaves unlocked
+        // while it waits in the kernel; the descriptor stays open while `kernel.inside` counts
+        // this write (a release defers its close until then).
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let sent = send_parts_waiting(fd, &parts[..count]);
+        let mut state = self.lock();
+        state.tcp.kernel.writers -= 1;
+        state.tcp.left_kernel();
+        let result = match sent {
+            Ok(n) => {
+                src.advance(n);
+                stats::add(Counter::BytesSentTcp, n as u64);
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+            // The wake-up of a `close` or `shutdownOutput`: the usual path reports those.
+            Err(_) if self.is_closed() || state.closing.output_shutdown => Ok(()),
+            Err(e) => Err(Error::io("", &e)),
+        };
+        (state, result)
     }
 
     /// A large send from the caller's memory may still be in flight: then waits for it, even if
