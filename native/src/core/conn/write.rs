@@ -281,6 +281,10 @@ impl Conn {
                 if let Err(e) = result {
                     return self.write_failed(state, e, src.moved());
                 }
+                // Written whole: done, whatever another thread does to the channel meanwhile.
+                if src.remaining() == 0 {
+                    return Ok(src.moved());
+                }
                 continue;
             }
             let hub = self.ensure_bound(&mut state)?;
