@@ -112,6 +112,17 @@ impl<'a> Cursor<'a> {
         self.pieces().map(|(addr, len)| unsafe { std::slice::from_raw_parts(addr as *const u8, len) })
     }
 
+    /// Puts the first contiguous pieces from the current position on into `parts`, as many as
+    /// fit; returns how many (a gathering write's buffers).
+    pub fn gather<'s>(&'s self, parts: &mut [&'s [u8]]) -> usize {
+        let mut count = 0;
+        for (slot, piece) in parts.iter_mut().zip(self.slices()) {
+            *slot = piece;
+            count += 1;
+        }
+        count
+    }
+
     /// The contiguous pieces from the current position on, in order, to write into.
     pub fn slices_mut(&mut self) -> impl Iterator<Item = &mut [u8]> + '_ {
         // SAFETY: each piece lies within a lent region, writable while the cursor lives; the

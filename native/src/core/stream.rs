@@ -520,12 +520,8 @@ pub fn write<W: Wire>(neg: &mut Negotiation, wire: &W, rx: &RxState, tx: &mut Tx
             // it: one segment where the buffers fit, not one per buffer.
             while src.remaining() > 0 {
                 let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
-                let (mut count, mut total) = (0, 0);
-                for (slot, piece) in parts.iter_mut().zip(src.slices()) {
-                    *slot = piece;
-                    count += 1;
-                    total += piece.len();
-                }
+                let count = src.gather(&mut parts);
+                let total: usize = parts[..count].iter().map(|p| p.len()).sum();
                 match wire.send_vectored(&parts[..count]) {
                     Ok(n) => {
                         src.advance(n);

@@ -210,11 +210,7 @@ impl Socket {
         if let [part] = parts {
             return self.send(part);
         }
-        let mut slices = [IoSlice::new(&[]); MAX_PARTS];
-        let count = parts.len().min(slices.len());
-        for (slot, part) in slices.iter_mut().zip(parts.iter()) {
-            *slot = IoSlice::new(part);
-        }
+        let (slices, count) = io_slices(parts);
         retry(|| self.inner.send_vectored_with_flags(&slices[..count], libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT))
     }
 
@@ -342,18 +338,29 @@ pub fn recv_parts(fd: BorrowedFd<'_>, bufs: &mut [IoSliceMut<'_>], wait: bool) -
 /// the kernel's channels does; it returns less when the output is shut down or the socket fails
 /// after part of them went (an error if none did). The caller keeps the socket open until this
 /// returns.
-pub fn send_parts_waiting(fd: BorrowedFd<'_>, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+pub fn send_parts_waiting(fd: BorrowedFd<'_>, bufs: &[&[u8]]) -> io::Result<usize> {
+    let (slices, count) = io_slices(bufs);
     // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     // `IoSlice` has the layout of `iovec`; `sendmsg` only reads them.
-    msg.msg_iov = bufs.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = bufs.len().min(MAX_PARTS) as _;
+    msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
+    msg.msg_iovlen = count as _;
     retry(|| {
-        // SAFETY: `msg` points to the `iovec`s of `bufs`, each readable memory of its length,
+        // SAFETY: `msg` points to the `iovec`s of `slices`, each readable memory of its length,
         // borrowed for this call.
         let n = unsafe { libc::sendmsg(fd.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
         usize::try_from(n).map_err(|_| io::Error::last_os_error())
     })
+}
+
+/// The first [`MAX_PARTS`] of `parts` as the `iovec`s of one `sendmsg`, and how many there are.
+fn io_slices<'a>(parts: &[&'a [u8]]) -> ([IoSlice<'a>; MAX_PARTS], usize) {
+    let mut slices = [IoSlice::new(&[]); MAX_PARTS];
+    let count = parts.len().min(MAX_PARTS);
+    for (slot, part) in slices.iter_mut().zip(parts.iter()) {
+        *slot = IoSlice::new(part);
+    }
+    (slices, count)
 }
 
 /// Kernel timers that detect a silent peer within a timeout (see [`Socket::set_liveness`]).

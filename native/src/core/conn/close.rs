@@ -97,7 +97,7 @@ impl Conn {
             return Err(Error::new(Status::NotConnected, "not connected"));
         }
         state.closing.input_shutdown = true;
-        Self::wake_kernel_waiters(&state, false);
+        state.tcp.wake_kernel_waiters(false);
         self.discard_input(&mut state);
         let id = state.id;
         drop(state);
@@ -146,7 +146,7 @@ impl Conn {
         if state.closing.released {
             return;
         }
-        Self::wake_kernel_waiters(&state, true);
+        state.tcp.wake_kernel_waiters(true);
         let abort = state.closing.linger_seconds == Some(0);
         if !abort && state.phase == Phase::Connected && !state.failure.is_fatal() {
             // Take the peer's control frames, so that they do not count as unread data (which
@@ -295,24 +295,6 @@ impl Conn {
     fn unread_in_socket(state: &State) -> bool {
         let raw = state.neg.as_deref().is_none_or(|n| matches!(n.next(), crate::core::negotiation::Next::Raw(_)));
         raw && state.tcp.socket.as_ref().is_some_and(|s| s.pending_bytes() > 0)
-    }
-
-    /// Wakes reads that wait in `recv` on the socket ([`Conn::read`] on a plain connection) and,
-    /// with `writers`, writes that wait in `send` ([`Conn::write`]): they return what they moved,
-    /// and find the connection closed or its input shut down. A writer wakes only when the
-    /// output is shut down, which sends the FIN after what the socket holds, as the close would.
-    pub(super) fn wake_kernel_waiters(state: &State, writers: bool) {
-        let kernel = &state.tcp.kernel;
-        let how = if writers && kernel.writers > 0 {
-            Shutdown::Both
-        } else if kernel.inside > kernel.writers {
-            Shutdown::Read
-        } else {
-            return;
-        };
-        if let Some(socket) = &state.tcp.socket {
-            let _ = socket.shutdown(how);
-        }
     }
 
     /// Whether an upgraded connection's peer went away without closing it (its process may have

@@ -184,7 +184,7 @@ impl Conn {
     /// Returns the state again and the bytes read; `Ok(0)` leaves the rest (end of stream, a
     /// wake-up) to the usual path.
     fn read_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, dst: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<usize>) {
-        let raw = match state.tcp.enter_kernel() {
+        let raw = match state.tcp.enter_kernel(false) {
             Ok(Some(raw)) => raw,
             Ok(None) => return (state, Ok(0)),
             Err(e) => return (state, Err(e)),
@@ -212,7 +212,7 @@ impl Conn {
             None => recv_parts(fd, parts, true),
         };
         let mut state = self.lock();
-        state.tcp.left_kernel();
+        state.tcp.left_kernel(false);
         let result = match received {
             Ok(n) if n > 0 => {
                 dst.advance(n);

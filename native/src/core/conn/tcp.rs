@@ -2,7 +2,7 @@
 //! application set (as far as the connection's own use of the socket lets them show), and the
 //! blocking reads and writes that wait inside the kernel's calls.
 
-use std::net::SocketAddr;
+use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
@@ -34,7 +34,7 @@ pub(super) struct KernelWaits {
     /// until they left.
     pub(super) inside: usize,
     /// Those of them that write (inside `send`).
-    pub(super) writers: usize,
+    writers: usize,
     /// The socket a release took while a call was inside, and how to close it once it left.
     pub(super) deferred: Option<(Socket, SocketEnd)>,
 }
@@ -58,9 +58,9 @@ pub(super) struct Tcp {
 }
 
 impl Tcp {
-    /// A read or write is about to wait in the kernel: makes the socket blocking (once) and
-    /// counts the call as inside; the socket's descriptor, `None` if there is no socket.
-    pub(super) fn enter_kernel(&mut self) -> Result<Option<RawFd>> {
+    /// A read or a write (`writes`) is about to wait in the kernel: makes the socket blocking
+    /// (once) and counts the call as inside; the socket's descriptor, `None` if there is no socket.
+    pub(super) fn enter_kernel(&mut self, writes: bool) -> Result<Option<RawFd>> {
         let Some(socket) = &self.socket else { return Ok(None) };
         let raw = socket.as_raw_fd();
         if !self.kernel.blocking {
@@ -68,17 +68,37 @@ impl Tcp {
             self.kernel.blocking = true;
         }
         self.kernel.inside += 1;
+        self.kernel.writers += usize::from(writes);
         Ok(Some(raw))
     }
 
-    /// A read or write left the kernel: the socket closes now if a release took it meanwhile and
-    /// no other call is inside.
-    pub(super) fn left_kernel(&mut self) {
+    /// A read or a write (`writes`) left the kernel: the socket closes now if a release took it
+    /// meanwhile and no other call is inside.
+    pub(super) fn left_kernel(&mut self, writes: bool) {
         self.kernel.inside -= 1;
+        self.kernel.writers -= usize::from(writes);
         if self.kernel.inside == 0 {
             if let Some((socket, end)) = self.kernel.deferred.take() {
                 end.apply(socket);
             }
+        }
+    }
+
+    /// Wakes reads that wait in `recv` on the socket (`Conn::read` on a plain connection) and,
+    /// with `writers`, writes that wait in `send` (`Conn::write`): they return what they moved,
+    /// and find the connection closed or its input shut down. A writer wakes only when the
+    /// output is shut down, which sends the FIN after what the socket holds, as the close would.
+    pub(super) fn wake_kernel_waiters(&self, writers: bool) {
+        let kernel = &self.kernel;
+        let how = if writers && kernel.writers > 0 {
+            Shutdown::Both
+        } else if kernel.inside > kernel.writers {
+            Shutdown::Read
+        } else {
+            return;
+        };
+        if let Some(socket) = &self.socket {
+            let _ = socket.shutdown(how);
         }
     }
 

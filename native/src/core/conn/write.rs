@@ -1,7 +1,6 @@
 //! Writing: raw, held back, in DATA frames or over UCX, as the negotiation says; bytes that must
 //! go out without the writer's help.
 
-use std::io::IoSlice;
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
@@ -316,27 +315,21 @@ impl Conn {
     /// by shutting the socket's output down (it returns what went, and the usual path reports
     /// the close or shutdown), and a release keeps the socket open until it left.
     fn write_in_kernel<'a>(&'a self, mut state: MutexGuard<'a, State>, src: &mut Cursor<'_>) -> (MutexGuard<'a, State>, Result<()>) {
-        let raw = match state.tcp.enter_kernel() {
+        let raw = match state.tcp.enter_kernel(true) {
             Ok(Some(raw)) => raw,
             Ok(None) => return (state, Ok(())),
             Err(e) => return (state, Err(e)),
         };
-        state.tcp.kernel.writers += 1;
         drop(state);
-        let mut parts = [IoSlice::new(&[]); MAX_PARTS];
-        let mut count = 0;
-        for (slot, piece) in parts.iter_mut().zip(src.slices()) {
-            *slot = IoSlice::new(piece);
-            count += 1;
-        }
+        let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
+        let count = src.gather(&mut parts);
         // SAFETY: no safe form: the socket lives in the state, which this write leaves unlocked
         // while it waits in the kernel; the descriptor stays open while `kernel.inside` counts
         // this write (a release defers its close until then).
         let fd = unsafe { BorrowedFd::borrow_raw(raw) };
         let sent = send_parts_waiting(fd, &parts[..count]);
         let mut state = self.lock();
-        state.tcp.kernel.writers -= 1;
-        state.tcp.left_kernel();
+        state.tcp.left_kernel(true);
         let result = match sent {
             Ok(n) => {
                 src.advance(n);
