@@ -196,13 +196,14 @@ fn has_room(dst: &Option<&mut Cursor<'_>>) -> bool {
 
 /// Reads the peer's stream as far as it goes now: raw bytes and DATA payloads into `dst` (or
 /// into the inbox while they are held back or a mark must be reached), control frames into the
-/// negotiation. Without `dst` it only makes the protocol progress.
+/// negotiation. Without `dst` it only makes the protocol progress. `now` is asked for the time
+/// only where the protocol looks at it: a plain connection's ordinary reads never do.
 pub fn read<W: Wire>(
     neg: &mut Negotiation,
     wire: &W,
     rx: &mut RxState,
     mut dst: Option<&mut Cursor<'_>>,
-    now: Instant,
+    now: &dyn Fn() -> Instant,
 ) -> Result<Read, Failure> {
     let mut read = Read::default();
     loop {
@@ -220,7 +221,7 @@ pub fn read<W: Wire>(
         }
         let step = match neg.next() {
             Next::Raw(watch) => raw(neg, wire, rx, &mut dst, watch, now),
-            Next::Control(n) => control(neg, wire, n, now),
+            Next::Control(n) => control(neg, wire, n, now()),
             Next::Data(n) => data(neg, wire, rx, &mut dst, n),
         };
         match step {
@@ -313,11 +314,11 @@ fn raw<W: Wire>(
     rx: &mut RxState,
     dst: &mut Option<&mut Cursor<'_>>,
     watch: Watch,
-    now: Instant,
+    now: &dyn Fn() -> Instant,
 ) -> Result<Step, Failure> {
     // While a client looks for the answer to its offer, its reads are strict too: a read that
     // started right at the ACCEPT would skip it.
-    let strict = watch.strict() || (watch == Watch::Accept && neg.looking(now));
+    let strict = watch.strict() || (watch == Watch::Accept && neg.looking(now()));
     if !strict {
         return ordinary(neg, wire, rx, dst);
     }
@@ -349,7 +350,7 @@ fn raw<W: Wire>(
     // there), so the look at the mark is needed only when there are none.
     let limit = if something == Some(true) { wire.before_mark()? } else { 0 };
     if limit == 0 && wire.at_mark()? {
-        take_mark(neg, wire, rx, watch, now)?;
+        take_mark(neg, wire, rx, watch, now())?;
         return Ok(Step::Progress(0));
     }
     let Some(something) = something else { return Err(Failure::Io(io::ErrorKind::WouldBlock.into())) };

@@ -440,7 +440,7 @@ impl Conn {
     /// without FIN (what arrived before stays readable); other failures are errors.
     pub(super) fn read_stream(&self, state: &mut State, dst: Option<&mut crate::core::iov::Cursor<'_>>) -> Result<usize> {
         let (Some(neg), Some(socket)) = (state.neg.as_deref_mut(), state.tcp.socket.as_ref()) else { return Ok(0) };
-        match stream::read(neg, socket, &mut state.rx, dst, Instant::now()) {
+        match stream::read(neg, socket, &mut state.rx, dst, &Instant::now) {
             Ok(read) => {
                 // A short receive drained the socket, unless its end was reported already: then
                 // the end waits behind the bytes, with no edge to come (the kernel's selector

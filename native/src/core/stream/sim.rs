@@ -550,7 +550,7 @@ impl Side {
         let mut buf = vec![0u8; 1 + rng.below(700)];
         let regions = [Region::of(&mut buf)];
         let mut cursor = Cursor::new(&regions);
-        let r = read(&mut self.neg, &self.wire, &mut self.rx, Some(&mut cursor), now).map_err(negotiation)?;
+        let r = read(&mut self.neg, &self.wire, &mut self.rx, Some(&mut cursor), &|| now).map_err(negotiation)?;
         self.received.extend_from_slice(&buf[..r.delivered]);
         if self.neg.peer_switched() && self.neg.deliverable() && self.rx.inbox.is_empty() {
             let mut to = ucx.borrow_mut();

@@ -231,7 +231,7 @@ fn a_server_that_requires_a_secret_fails_when_what_it_holds_fills() {
     let now = Instant::now();
     for _ in 0..1_000 {
         let mut dst = Cursor::new(&regions);
-        match read(&mut neg, &server, &mut rx, Some(&mut dst), now) {
+        match read(&mut neg, &server, &mut rx, Some(&mut dst), &|| now) {
             Ok(got) => assert_eq!(got.delivered, 0, "a byte of the unproven client was delivered"),
             Err(Failure::Negotiation(e)) => {
                 assert!(e.message.contains("the peer has no shared secret"), "{e}");
@@ -321,30 +321,58 @@ fn a_plain_client_of_a_hadronio_server_that_speaks_first() {
     }
 }
 
+/// A client wire and a hadroNIO server's side of a connection on a simulated network that
+/// delivers every byte at once.
+fn server_of_a_plain_client(seed: u64) -> (SimWire, SimWire, Negotiation, RxState) {
+    let net = Net::new(seed);
+    net.borrow_mut().step = 0;
+    net.borrow_mut().partial = false;
+    let (client, server) = SimWire::pair(&net);
+    (client, server, Negotiation::new(policy(Role::Server, None, 10 + seed)), RxState::default())
+}
+
 #[test]
 fn a_plain_clients_first_bytes_cost_a_hadronio_server_no_look_at_marks() {
     // One look (a `poll` on a socket) tells ordinary bytes without an urgent byte from an offer,
     // and nothing from something: a server peeks at nothing and asks for no mark on the way to a
     // plain client's first bytes, before or after they came.
-    let net = Net::new(1);
-    net.borrow_mut().step = 0;
-    net.borrow_mut().partial = false;
-    let (client, server) = SimWire::pair(&net);
-    let mut neg = Negotiation::new(policy(Role::Server, None, 11));
-    let mut rx = RxState::default();
+    let (client, server, mut neg, mut rx) = server_of_a_plain_client(1);
     let mut buf = [0u8; 64];
     let regions = [Region::of(&mut buf)];
     let now = Instant::now();
     let mut dst = Cursor::new(&regions);
-    let nothing = read(&mut neg, &server, &mut rx, Some(&mut dst), now).unwrap_or_else(|_| panic!("read failed"));
+    let nothing = read(&mut neg, &server, &mut rx, Some(&mut dst), &|| now).unwrap_or_else(|_| panic!("read failed"));
     assert_eq!((nothing.delivered, nothing.blocked), (0, true));
     let request = b"GET / HTTP/1.1\r\n\r\n";
     assert_eq!(client.send(request).unwrap(), request.len());
     let mut dst = Cursor::new(&regions);
-    let got = read(&mut neg, &server, &mut rx, Some(&mut dst), now).unwrap_or_else(|_| panic!("read failed"));
+    let got = read(&mut neg, &server, &mut rx, Some(&mut dst), &|| now).unwrap_or_else(|_| panic!("read failed"));
     assert_eq!(&buf[..got.delivered], request);
     assert_eq!(neg.path(), "tcp (the peer does not speak hadroNIO)");
     assert_eq!(server.mark_looks(), 0);
+}
+
+#[test]
+fn reads_of_a_connection_that_stays_plain_do_not_ask_for_the_time() {
+    // The clock is read where the protocol looks at it (an offer's wait, a mark, a control
+    // frame); a plain connection's reads are ordinary receives, as with the kernel's channels.
+    let (client, server, mut neg, mut rx) = server_of_a_plain_client(2);
+    let now = Instant::now();
+    let no_clock = || -> Instant { panic!("a plain connection's read asked for the time") };
+    let mut receive = |neg: &mut Negotiation, clock: &dyn Fn() -> Instant| {
+        let mut buf = [0u8; 64];
+        let regions = [Region::of(&mut buf)];
+        let mut dst = Cursor::new(&regions);
+        let got = read(neg, &server, &mut rx, Some(&mut dst), clock).unwrap_or_else(|_| panic!("read failed"));
+        drop(dst);
+        (buf[..got.delivered].to_vec(), got.blocked)
+    };
+    assert_eq!(client.send(b"first").unwrap(), 5);
+    assert_eq!(receive(&mut neg, &|| now).0, b"first");
+    assert!(neg.settled_plain(), "{}", neg.path());
+    assert_eq!(receive(&mut neg, &no_clock), (Vec::new(), true));
+    assert_eq!(client.send(b"second").unwrap(), 6);
+    assert_eq!(receive(&mut neg, &no_clock).0, b"second");
 }
 
 #[test]
