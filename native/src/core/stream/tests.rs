@@ -364,7 +364,6 @@ fn reads_of_a_connection_that_stays_plain_do_not_ask_for_the_time() {
         let regions = [Region::of(&mut buf)];
         let mut dst = Cursor::new(&regions);
         let got = read(neg, &server, &mut rx, Some(&mut dst), clock).unwrap_or_else(|_| panic!("read failed"));
-        drop(dst);
         (buf[..got.delivered].to_vec(), got.blocked)
     };
     assert_eq!(client.send(b"first").unwrap(), 5);
