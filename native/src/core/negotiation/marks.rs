@@ -37,7 +37,8 @@ impl Negotiation {
     }
 
     /// Client: what this connection showed about its server, once (`None` before that and
-    /// after it was taken).
+    /// after it was taken), and once more if an answer proves an unanswered offer's server a
+    /// hadroNIO one after all.
     pub fn take_outcome(&mut self) -> Option<Outcome> {
         match std::mem::replace(&mut self.client.outcome, Learned::Taken) {
             Learned::Ready(outcome) => Some(outcome),
@@ -92,7 +93,8 @@ impl Negotiation {
                 self.rx = Rx::Raw(Watch::Mark);
                 self.auth.since = Some(now);
             }
-            (Watch::Accept, Stage::Offered { .. }) => {
+            (Watch::Accept, Stage::Offered { waited, .. }) => {
+                let late = *waited;
                 if byte != protocol::URGENT_ACCEPT && byte != protocol::URGENT_ACCEPT_AUTH {
                     // Our own offer coming back (a connection to itself), or a plain server's
                     // urgent data: not an answer.
@@ -101,6 +103,13 @@ impl Negotiation {
                 if byte == protocol::URGENT_ACCEPT_AUTH && self.policy.secret.is_none() {
                     // The server holds our bytes unread until we prove a secret we do not have.
                     return self.fail(Error::new(Status::Protocol, PEER_REQUIRES_SECRET));
+                }
+                if late {
+                    // The wait took this server for a plain one; it is a hadroNIO server that was
+                    // slow to answer (busy, or a JVM still starting). What the connection shows
+                    // from here (its upgrade, or its end before it) is learned instead, so that
+                    // the next connections to it offer again.
+                    self.client.outcome = Learned::Nothing;
                 }
                 self.stage = Stage::Answered { reached: false };
                 self.rx = Rx::Raw(Watch::Reach);

@@ -416,7 +416,8 @@ struct ClientSide {
     /// [`Negotiation::next_mark_check`]).
     mark_checks: u32,
     /// What the connection showed about its server, for the connection to take
-    /// ([`Negotiation::take_outcome`]); at most one per connection.
+    /// ([`Negotiation::take_outcome`]); one per connection, and a second where the server's
+    /// answer came after the offer wait had taken it for a plain one.
     outcome: Learned,
 }
 

@@ -9,7 +9,8 @@ use super::sim::{against_plain, pattern, policy, run_open, run_pair, run_server_
 use super::{read, Failure, RxState, Wire, INBOX_LIMIT};
 use crate::core::iov::{Cursor, Region};
 use crate::core::negotiation::{Negotiation, Outcome, TcpReason, STREAM_READ};
-use crate::core::protocol::Role;
+use crate::core::peers::Peers;
+use crate::core::protocol::{self, Role};
 
 #[test]
 fn two_hadronio_sides_upgrade_and_deliver_every_byte() {
@@ -289,6 +290,41 @@ fn a_plain_server_gets_exactly_the_application_bytes() {
         }
     }
     assert!(learned > 0, "no seed let the client see the plain server's end");
+}
+
+#[test]
+fn an_answer_after_the_offer_wait_makes_the_next_connections_offer_again() {
+    let server: std::net::SocketAddr = "10.0.0.1:7000".parse().unwrap();
+    let peers = Peers::new();
+    let start = Instant::now();
+    // A hadroNIO server too busy to answer two offers in time (a burst of connections, a JVM
+    // still starting): the waits take it for a plain one.
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut neg = Negotiation::new(policy(Role::Client, None, 11));
+        neg.on_connected(start);
+        neg.before_write(|| start);
+        let wait = neg.deadline().expect("the offer's wait");
+        assert_eq!(neg.on_timeout(wait).ok(), Some(true));
+        let outcome = neg.take_outcome().expect("the wait's outcome");
+        assert_eq!(outcome, Outcome::Plain);
+        peers.learn(server, outcome, wait);
+        slow.push((neg, wait));
+    }
+    assert!(peers.advice(server, start).is_err(), "two unanswered offers make a plain server");
+    // The answers come after all, at their offsets: the connections upgrade, and so does what
+    // the process knows of the server.
+    for (neg, wait) in &mut slow {
+        let later = *wait + Duration::from_millis(300);
+        neg.on_mark(protocol::URGENT_ACCEPT, true, later).unwrap();
+        neg.on_write(later);
+        assert!(neg.framed(), "{}", neg.path());
+        let outcome = neg.take_outcome();
+        assert_eq!(outcome, Some(Outcome::Upgrading), "{}", neg.path());
+        peers.learn(server, outcome.unwrap(), later);
+    }
+    let now = start + Duration::from_secs(1);
+    assert!((0..20).all(|_| peers.advice(server, now).is_ok()), "new connections to a server that answered still skip the offer");
 }
 
 #[test]
