@@ -90,16 +90,18 @@ final class ScaleCheck {
                 throw new IllegalStateException(rdma + " of " + CONNECTIONS + " connections on UCX over RDMA; another path: " + other);
             }
             int more = CONNECTIONS - FIRST;
+            long[] added = new long[after.length];
+            for (int i = 0; i < after.length; i++) {
+                added[i] = after[i] - before[i];
+            }
             String figures = String.format(Locale.ROOT, "all on UCX over RDMA in %.1f s. Here: %d queue pairs, %.1f MiB registered, "
                     + "%d endpoint(s); the last %d connections added %d queue pairs, %.1f MiB registered (%.2f KiB each), %d endpoints. "
                     + "Server: %d queue pairs, %.1f MiB registered, %d endpoint(s); added %d queue pairs, %.1f MiB (%.2f KiB each), "
-                    + "%d endpoints", seconds, after[0], after[1] / 1048576.0, after[2], more, after[0] - before[0],
-                    (after[1] - before[1]) / 1048576.0, (after[1] - before[1]) / 1024.0 / more, after[2] - before[2], after[3],
-                    after[4] / 1048576.0, after[5], after[3] - before[3], (after[4] - before[4]) / 1048576.0,
-                    (after[4] - before[4]) / 1024.0 / more, after[5] - before[5]);
-            if (after[0] - before[0] > MAX_ADDED_QPS || after[3] - before[3] > MAX_ADDED_QPS
-                    || after[1] - before[1] > MAX_REGISTERED_GROWTH || after[4] - before[4] > MAX_REGISTERED_GROWTH
-                    || after[2] - before[2] > 0 || after[5] - before[5] > 0) {
+                    + "%d endpoints", seconds, after[0], after[1] / 1048576.0, after[2], more, added[0], added[1] / 1048576.0,
+                    added[1] / 1024.0 / more, added[2], after[3], after[4] / 1048576.0, after[5], added[3], added[4] / 1048576.0,
+                    added[4] / 1024.0 / more, added[5]);
+            if (added[0] > MAX_ADDED_QPS || added[3] > MAX_ADDED_QPS || added[1] > MAX_REGISTERED_GROWTH || added[4] > MAX_REGISTERED_GROWTH
+                    || added[2] > 0 || added[5] > 0) {
                 throw new IllegalStateException("connections cost more than they should: " + figures);
             }
             return figures;
