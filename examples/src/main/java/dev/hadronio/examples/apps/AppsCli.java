@@ -1,6 +1,7 @@
 package dev.hadronio.examples.apps;
 
 import dev.hadronio.examples.cli.Cli;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.nio.file.Path;
@@ -72,6 +73,10 @@ public final class AppsCli {
                 + "run (default: the one built with the bundled UCX under target/release/build, if present)")
         Path perftest;
 
+        @Option(names = "--apart", description = "run the server JVM on the first half of the CPUs this process may use and "
+                + "the client JVM on the other half (taskset), so that the two sides do not share cores, as on two hosts")
+        boolean apart;
+
         Compare(PrintStream out) {
             this.out = out;
         }
@@ -91,7 +96,15 @@ public final class AppsCli {
             if (rounds < 1 || rounds > 99) {
                 throw new CommandLine.ParameterException(spec.commandLine(), "--rounds must be 1..99, not " + rounds);
             }
-            new AppsCommand(apps, seconds, warmUp, warmUpMax, rounds, output, java21, perftest, out).run();
+            CoreHalves halves = null;
+            if (apart) {
+                try {
+                    halves = CoreHalves.ofThisProcess();
+                } catch (IllegalArgumentException | IOException e) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+                }
+            }
+            new AppsCommand(apps, seconds, warmUp, warmUpMax, rounds, output, java21, perftest, halves, out).run();
             return 0;
         }
     }

@@ -77,6 +77,8 @@ final class AppsCommand {
     private final Path output;
     private final String java21;
     private final Path perftest;
+    /** Where each side's JVM runs with {@code --apart}; {@code null}: both on all the CPUs. */
+    private final CoreHalves apart;
     private final PrintStream out;
 
     /** The host's latency before and after a run (see {@link HostPhase}), kept with its results. */
@@ -84,7 +86,7 @@ final class AppsCommand {
     static final String HOST_AFTER = "host_after_us";
 
     AppsCommand(List<String> apps, double seconds, double warmUp, double warmUpMax, int rounds, Path output, String java21,
-            Path perftest, PrintStream out) {
+            Path perftest, CoreHalves apart, PrintStream out) {
         this.apps = apps;
         this.seconds = seconds;
         this.warmUp = warmUp;
@@ -93,11 +95,16 @@ final class AppsCommand {
         this.output = output;
         this.java21 = java21;
         this.perftest = perftest;
+        this.apart = apart;
         this.out = out;
     }
 
     void run() throws Exception {
         Files.createDirectories(output);
+        if (apart != null) {
+            checkTaskset();
+            out.println(where());
+        }
         Map<String, List<Map<Provider, Map<String, Double>>>> results = new LinkedHashMap<>();
         Map<String, String> skipped = new LinkedHashMap<>();
         HostPhase host = HostPhase.find(perftest, output, out);
@@ -180,8 +187,31 @@ final class AppsCommand {
         return command;
     }
 
-    private Process start(List<String> command, Provider provider, Path log) throws IOException {
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+    /** The server's and the client's CPUs, for the output. */
+    private String where() {
+        return "server JVM on CPUs " + apart.server + ", client JVM on CPUs " + apart.client + " (--apart)";
+    }
+
+    /** {@code taskset} runs here, before any JVM starts. */
+    private void checkTaskset() {
+        try {
+            Process probe = new ProcessBuilder("taskset", "-c", apart.server, "true").redirectErrorStream(true).start();
+            String said = new String(probe.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+            if (!probe.waitFor(10, TimeUnit.SECONDS) || probe.exitValue() != 0) {
+                throw new IllegalStateException("--apart: taskset -c " + apart.server + " failed: " + said);
+            }
+        } catch (IOException e) {
+            throw new IllegalStateException("--apart needs taskset (util-linux): " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("--apart: interrupted while trying taskset", e);
+        }
+    }
+
+    /** Starts one side's JVM, on its half of the CPUs with {@code --apart}. */
+    private Process start(List<String> command, Provider provider, Path log, boolean server) throws IOException {
+        List<String> line = apart == null ? command : CoreHalves.pinned(server ? apart.server : apart.client, command);
+        ProcessBuilder builder = new ProcessBuilder(line).redirectErrorStream(true);
         builder.environment().remove(Main.DISABLE_VARIABLE);
         if (provider == Provider.JDK) {
             builder.environment().put(Main.DISABLE_VARIABLE, "true");
@@ -197,14 +227,14 @@ final class AppsCommand {
         String label = app.name() + "-" + provider.name().toLowerCase(Locale.ROOT) + round;
         Path serverLog = output.resolve(label + "-server.log");
         Process server = start(command(java, provider, List.of("bench", "app-server", "--app", app.name(),
-                "--address", "127.0.0.1:0")), provider, serverLog);
+                "--address", "127.0.0.1:0")), provider, serverLog, true);
         Process client = null;
         try {
             int port = awaitPort(server, serverLog);
             client = start(command(java, provider, List.of("bench", "app-client", "--app", app.name(),
                     "--remote", "127.0.0.1:" + port, "--seconds", String.valueOf(seconds),
                     "--warmup", String.valueOf(warmUp), "--warmup-max", String.valueOf(warmUpMax),
-                    "--server-pid", String.valueOf(server.pid()))), provider, null);
+                    "--server-pid", String.valueOf(server.pid()))), provider, null, false);
             Map<String, Double> results = new LinkedHashMap<>();
             Map<String, long[]> cpu = new LinkedHashMap<>();
             List<String> lines = new ArrayList<>();
@@ -363,6 +393,9 @@ final class AppsCommand {
         out.println("Real applications, two JVMs each, both providers (hadroNIO vs JDK: times better"
                 + (rounds > 1 ? "; medians of " + rounds + " rounds" : "") + ")");
         out.println(table);
+        if (apart != null) {
+            out.println(where());
+        }
         if (hostMeasured) {
             out.println(HostPhase.LEGEND);
         }
