@@ -1,10 +1,7 @@
 package dev.hadronio.examples.apps;
 
+import dev.hadronio.examples.util.OwnProcess;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Collectors;
@@ -25,13 +22,7 @@ final class CoreHalves {
 
     /** The halves of this process's CPUs ({@code Cpus_allowed_list} of {@code /proc/self/status}). */
     static CoreHalves ofThisProcess() throws IOException {
-        Path status = Paths.get("/proc/self/status");
-        for (String line : Files.readAllLines(status, StandardCharsets.UTF_8)) {
-            if (line.startsWith("Cpus_allowed_list:")) {
-                return of(line.substring(line.indexOf(':') + 1).trim());
-            }
-        }
-        throw new IOException(status + " names no Cpus_allowed_list: --apart needs Linux");
+        return of(OwnProcess.status("Cpus_allowed_list"));
     }
 
     /** The halves of a CPU list as the kernel writes it ("0-3", "0,2,4-7"); the client gets the odd one. */

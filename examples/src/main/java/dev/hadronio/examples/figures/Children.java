@@ -1,11 +1,9 @@
 package dev.hadronio.examples.figures;
 
 import java.io.BufferedReader;
-import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -65,21 +63,5 @@ final class Children {
             System.gc();
             Thread.sleep(300);
         }
-    }
-
-    /** This process's resident size (VmRSS), in bytes. */
-    static long residentBytes() throws IOException {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
-        }
-        throw new IOException("no VmRSS in /proc/self/status");
-    }
-
-    /** How many file descriptors this process has open, or -1. */
-    static int descriptors() {
-        String[] entries = new File("/proc/self/fd").list();
-        return entries == null ? -1 : entries.length;
     }
 }

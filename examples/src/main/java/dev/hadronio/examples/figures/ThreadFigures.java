@@ -1,10 +1,10 @@
 package dev.hadronio.examples.figures;
 
 import static dev.hadronio.examples.figures.Children.PREFIX;
-import static dev.hadronio.examples.figures.Children.descriptors;
+import static dev.hadronio.examples.util.OwnProcess.descriptors;
 import static dev.hadronio.examples.figures.Children.figure;
 import static dev.hadronio.examples.figures.Children.reader;
-import static dev.hadronio.examples.figures.Children.residentBytes;
+import static dev.hadronio.examples.util.OwnProcess.residentBytes;
 import static dev.hadronio.examples.figures.Children.settle;
 
 import java.io.BufferedReader;

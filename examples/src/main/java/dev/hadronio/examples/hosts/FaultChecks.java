@@ -1,5 +1,6 @@
 package dev.hadronio.examples.hosts;
 
+import dev.hadronio.examples.util.OwnProcess;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -50,7 +51,7 @@ final class FaultChecks {
             long lastServer = -1;
             while (true) {
                 System.gc();
-                int here = Kernel.descriptors();
+                int here = OwnProcess.descriptors();
                 long server = target.serverFigure("stats", "fds");
                 if (here == last && server == lastServer || System.nanoTime() > deadline) {
                     break;
@@ -61,7 +62,7 @@ final class FaultChecks {
             }
             fds = last;
             serverFds = lastServer;
-            rss = Kernel.residentBytes();
+            rss = OwnProcess.residentBytes();
             serverRss = target.serverFigure("stats", "rss");
             Map<String, Long> counters = Hadronio.counters();
             workers = counters.getOrDefault("WorkersCreated", 0L) - counters.getOrDefault("WorkersDestroyed", 0L);

@@ -1,6 +1,7 @@
 package dev.hadronio.examples.hosts;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.hadronio.examples.util.OwnProcess;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -327,7 +328,7 @@ final class HostServer {
                 case "stats": {
                     System.gc();
                     long[] rdma = Kernel.rdmaResources();
-                    return "fds " + Kernel.descriptors() + " rss " + Kernel.residentBytes() + " qps " + rdma[0]
+                    return "fds " + OwnProcess.descriptors() + " rss " + OwnProcess.residentBytes() + " qps " + rdma[0]
                             + " mrs " + rdma[1] + " mrbytes " + rdma[2];
                 }
                 case "counters": {

@@ -40,22 +40,6 @@ final class Kernel {
         return text;
     }
 
-    /** This process's open file descriptors. */
-    static int descriptors() {
-        String[] entries = new File("/proc/self/fd").list();
-        return entries == null ? -1 : entries.length;
-    }
-
-    /** This process's resident memory (VmRSS) in bytes. */
-    static long residentBytes() throws IOException {
-        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
-            if (line.startsWith("VmRSS:")) {
-                return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-            }
-        }
-        throw new IOException("no VmRSS in /proc/self/status");
-    }
-
     /**
      * The RDMA resources ({@code rdma resource show qp|mr}) of this process: queue pairs, memory
      * regions, their bytes. The kernel names the thread that made each one ("pid" is its task id).

@@ -4,6 +4,7 @@ import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertThrows;
 import static org.junit.Assert.assertTrue;
 
+import dev.hadronio.examples.util.OwnProcess;
 import java.util.List;
 import org.junit.Test;
 
@@ -35,9 +36,7 @@ public class CoreHalvesTest {
 
     @Test
     public void thisProcessesCpusAreSplitWhole() throws Exception {
-        String list = java.nio.file.Files.readAllLines(java.nio.file.Paths.get("/proc/self/status")).stream()
-                .filter(l -> l.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow().split(":")[1].trim();
-        List<Integer> cpus = CoreHalves.parse(list);
+        List<Integer> cpus = CoreHalves.parse(OwnProcess.status("Cpus_allowed_list"));
         if (cpus.size() >= 2) {
             CoreHalves halves = CoreHalves.ofThisProcess();
             assertEquals(cpus, CoreHalves.parse(halves.server + "," + halves.client));
